@@ -1,0 +1,43 @@
+"""The command line: ``python -m lostcities_cfr <command> ...``.
+
+``fit`` and ``validate`` go to LightningCLI (configs, ``--print_config``, dotted
+overrides); the other commands are small argparse programs. Each command is
+imported only when it runs, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import import_module
+
+# command -> ("module", "function taking argv"), imported lazily.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "evaluate": (
+        "lostcities_cfr.evaluate_cli",
+        "main",
+        "play an agent against an opponent in duplicate games; rates with 95% intervals",
+    ),
+    "play": ("lostcities_cfr.play", "main", "play against an agent in the terminal"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"unknown command {command!r}; expected one of: {', '.join(COMMANDS)}\n")
+        print(_usage())
+        raise SystemExit(2)
+    module, function, _ = COMMANDS[command]
+    run: Callable[[list[str]], None] = getattr(import_module(module), function)
+    run(rest)
+
+
+def _usage() -> str:
+    lines = ["usage: python -m lostcities_cfr <command> [options]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    return "\n".join(lines)

@@ -1,0 +1,24 @@
+"""The project's exceptions, in one place.
+
+Every message says what was wrong, with the offending value, and what would be
+right, so a researcher can fix a config or a call without reading our code.
+"""
+
+
+class LostCitiesError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class IllegalActionError(LostCitiesError, ValueError):
+    """An action that the rules do not allow in the current state.
+
+    The state it was applied to is left unchanged.
+    """
+
+
+class ConfigError(LostCitiesError, ValueError):
+    """A configuration value that cannot work; raised before any work starts."""
+
+
+class AgentSpecError(LostCitiesError, ValueError):
+    """An agent spec string (``heuristic:balanced``, ``ckpt:PATH``...) that does not parse."""

@@ -1,0 +1,80 @@
+"""``python -m lostcities_cfr evaluate``: one agent against one opponent in the arena.
+
+Prints the table of :meth:`EvaluationResult.format_table` (or, with ``--json``,
+the same figures as one JSON object). Agents are spec strings
+(``docs/agents.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from lostcities_cfr.agents import agent_from_spec, describe_agent_specs
+from lostcities_cfr.arena import RULE_PRESETS, evaluate
+from lostcities_cfr.errors import AgentSpecError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lostcities_cfr evaluate",
+        description="Play an agent against an opponent in duplicate format (every deal "
+        "twice, seats swapped) and report rates with 95% intervals.",
+        epilog=describe_agent_specs(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--agent", required=True, help="spec of the agent being measured")
+    parser.add_argument("--opponent", default="random", help="spec of the opponent (random)")
+    parser.add_argument(
+        "--games", type=int, default=1000, help="games in all; odd counts round up (1000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the deals and agents (0)")
+    parser.add_argument("--rules", choices=sorted(RULE_PRESETS), default="classic", help="variant")
+    parser.add_argument("--device", default="cpu", help="where the games run (cpu)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: the arena is many small tensor ops, which one "
+        "thread runs fastest)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        parser.error(f"--games {args.games}: play at least 1 game")
+    if args.threads < 1:
+        parser.error(f"--threads {args.threads}: use at least 1 thread")
+    if args.games % 2:
+        print(
+            f"--games {args.games} rounded up to {args.games + 1}: "
+            "every deal is played from both seats",
+            file=sys.stderr,
+        )
+    torch.set_num_threads(args.threads)
+    try:
+        # distinct seeds so that two copies of one random agent do not mirror each other
+        agent = agent_from_spec(args.agent, seed=2 * args.seed + 1)
+        opponent = agent_from_spec(args.opponent, seed=2 * args.seed + 2)
+    except AgentSpecError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    result = evaluate(
+        agent,
+        opponent,
+        args.games,
+        rules=RULE_PRESETS[args.rules](),
+        seed=args.seed,
+        device=args.device,
+    )
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(result.format_table())

@@ -1,0 +1,108 @@
+"""Random-play throughput of the reference and batched engines, side by side.
+
+Prints actions/s of the reference engine (one game, Python) and of the batched
+engine at several batch sizes and torch thread counts, each the median of
+``--repeats`` runs in this one process, with the batched/reference ratio, and
+the cost of ``encode()`` per row. ``--json`` prints the same figures for machines.
+
+    python scripts/bench_engine.py [--repeats 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+
+import torch
+
+from lostcities_cfr.game import GameBatch, GameState, Rules
+from lostcities_cfr.game.batched import random_legal_actions
+
+# Random games last more than 2 * (N - 2H) = 88 decisions (every deck draw is one of
+# two decisions), so the first 80 steps keep every game of the batch active.
+STEPS = 80
+
+
+def reference_actions_per_s(rules: Rules, seconds: float, seed: int) -> float:
+    rng = random.Random(seed)
+    actions, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        state = GameState.new(rules, seed=rng.randrange(2**31))
+        while not state.is_terminal:
+            state.apply(rng.choice(state.legal_actions()))
+            actions += 1
+    return actions / (time.perf_counter() - start)
+
+
+def batched_actions_per_s(rules: Rules, batch_size: int, seed: int) -> float:
+    games = GameBatch.new(rules, batch_size, seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    start = time.perf_counter()
+    for _ in range(STEPS):
+        games.step(random_legal_actions(games.legal_mask(), generator), check=False)
+    elapsed = time.perf_counter() - start
+    assert not bool(games.done.any()), "a game ended inside the timed window"
+    return batch_size * STEPS / elapsed
+
+
+def encode_us_per_row(rules: Rules, batch_size: int, seed: int) -> float:
+    games = GameBatch.new(rules, batch_size, seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(30):  # a mid-game position: piles and expeditions filled
+        games.step(random_legal_actions(games.legal_mask(), generator), check=False)
+    reps = 50
+    start = time.perf_counter()
+    for _ in range(reps):
+        games.encode()
+    return (time.perf_counter() - start) / reps / batch_size * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 8192])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rules = Rules.classic()
+
+    reference = statistics.median(
+        reference_actions_per_s(rules, 1.0, seed) for seed in range(args.repeats)
+    )
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        for size in args.sizes:
+            batched_actions_per_s(rules, size, seed=99)  # warm-up
+            rate = statistics.median(
+                batched_actions_per_s(rules, size, seed) for seed in range(args.repeats)
+            )
+            rows.append(
+                {"threads": threads, "batch": size, "actions_per_s": rate, "vs_reference": rate / reference}
+            )
+    torch.set_num_threads(max(args.threads))
+    encode_us = statistics.median(encode_us_per_row(rules, 1024, seed) for seed in range(args.repeats))
+    result = {
+        "reference_actions_per_s": reference,
+        "batched": rows,
+        "encode_us_per_row_b1024": encode_us,
+        "repeats": args.repeats,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"reference engine: {reference:,.0f} actions/s (median of {args.repeats})")
+    print(f"{'threads':>7} {'batch':>6} {'actions/s':>14} {'x reference':>12}")
+    for row in rows:
+        print(
+            f"{row['threads']:>7} {row['batch']:>6} {row['actions_per_s']:>14,.0f} "
+            f"{row['vs_reference']:>12.1f}"
+        )
+    print(f"encode(): {encode_us:.3f} us per row at B=1024, {max(args.threads)} threads")
+
+
+if __name__ == "__main__":
+    main()

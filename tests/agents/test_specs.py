@@ -1,0 +1,163 @@
+"""Agent spec strings: every documented form builds the right agent, and every malformed one
+fails with an AgentSpecError that says what was wrong."""
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from lostcities_cfr.agents import (
+    DiscardOnlyAgent,
+    HeuristicAgent,
+    NoisyAgent,
+    RandomAgent,
+    agent_from_spec,
+    agent_kinds,
+    describe_agent_specs,
+    register_agent_kind,
+)
+from lostcities_cfr.agents.heuristic import HEURISTIC_PRESETS
+from lostcities_cfr.errors import AgentSpecError
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [
+        ("random", RandomAgent),
+        ("discard-only", DiscardOnlyAgent),
+        ("heuristic", HeuristicAgent),
+        ("heuristic:cautious", HeuristicAgent),
+        (" heuristic:aggressive ", HeuristicAgent),
+    ],
+)
+def test_builds_the_named_agent(spec, kind):
+    agent = agent_from_spec(spec, seed=0)
+    assert isinstance(agent, kind)
+    assert agent.name == spec.strip()
+
+
+def test_heuristic_presets_and_overrides_set_the_parameters():
+    assert agent_from_spec("heuristic").params == HEURISTIC_PRESETS["balanced"]
+    assert agent_from_spec("heuristic:cautious").params == HEURISTIC_PRESETS["cautious"]
+    agent = agent_from_spec("heuristic:cautious:deny_weight=0.1:max_pile_draws=7")
+    assert agent.params.deny_weight == 0.1
+    assert agent.params.max_pile_draws == 7
+    assert agent.params.open_margin == HEURISTIC_PRESETS["cautious"].open_margin
+
+
+def test_noisy_option_wraps_any_agent():
+    agent = agent_from_spec("heuristic:balanced:noisy=0.15", seed=0)
+    assert isinstance(agent, NoisyAgent)
+    assert agent.epsilon == 0.15
+    assert isinstance(agent.agent, HeuristicAgent)
+    assert agent.name == "heuristic:balanced:noisy=0.15"
+    assert isinstance(agent_from_spec("random:noisy=0").agent, RandomAgent)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "unknown kind ''"),
+        ("minimax", "unknown kind 'minimax'; expected one of: random, discard-only, heuristic"),
+        ("heuristic:bold", "unknown heuristic preset 'bold'; expected one of: balanced"),
+        ("heuristic:balanced:extra", "unexpected argument"),
+        ("heuristic:courage=2", "unknown heuristic parameter 'courage'"),
+        ("heuristic:max_pile_draws=1.5", "max_pile_draws='1.5' is not an int"),
+        ("heuristic:deny_weight=-1", "deny_weight=-1.0 must be >= 0"),
+        ("random:3", "unexpected argument"),
+        ("random:seed=3", "unknown option"),
+        ("heuristic:noisy=lots", "noisy='lots' is not a number"),
+        ("heuristic:noisy=1.5", "noisy=1.5 must lie in"),
+        ("ckpt", "needs a path"),
+        ("ckpt:/no/such/file.ckpt", "no checkpoint file at '/no/such/file.ckpt'"),
+        ("py:math", "needs a module and a name"),
+        ("py:no_such_module_xyz:make", "cannot import make from no_such_module_xyz"),
+        ("py:math:pi", "math.pi is not callable"),
+        ("py:builtins:dict", "builtins.dict() returned {}, which has no act()"),
+    ],
+)
+def test_bad_specs_fail_with_a_clear_error(spec, message):
+    with pytest.raises(AgentSpecError, match="agent spec") as error:
+        agent_from_spec(spec)
+    assert message in str(error.value)
+
+
+@pytest.fixture
+def checkpoint_file(tmp_path):
+    path = tmp_path / "run:1" / "last.ckpt"  # a ':' inside the path must survive parsing
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    return path
+
+
+@pytest.fixture
+def fake_checkpoint_module(monkeypatch):
+    """Stands in for lostcities_cfr.training.checkpoint; records load_agent's arguments."""
+    calls = []
+
+    def load_agent(path, policy, greedy, seed):
+        calls.append({"path": path, "policy": policy, "greedy": greedy, "seed": seed})
+        return RandomAgent(seed)
+
+    module = types.ModuleType("lostcities_cfr.training.checkpoint")
+    module.load_agent = load_agent
+    monkeypatch.setitem(sys.modules, "lostcities_cfr.training.checkpoint", module)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("suffix", "policy", "greedy"),
+    [
+        ("", "average", False),
+        (":average", "average", False),
+        (":current", "current", False),
+        (":current:greedy", "current", True),
+        (":greedy", "average", True),
+    ],
+)
+def test_checkpoint_specs_parse_path_policy_and_greedy(
+    checkpoint_file, fake_checkpoint_module, suffix, policy, greedy
+):
+    agent = agent_from_spec(f"ckpt:{checkpoint_file}{suffix}", seed=4)
+    assert fake_checkpoint_module == [
+        {"path": str(checkpoint_file), "policy": policy, "greedy": greedy, "seed": 4}
+    ]
+    assert agent.name == f"ckpt:{checkpoint_file}{suffix}"
+
+
+def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_checkpoint_module):
+    with pytest.raises(AgentSpecError, match="one of :average and :current"):
+        agent_from_spec(f"ckpt:{checkpoint_file}:average:current")
+
+
+def test_checkpoint_spec_says_when_checkpoint_loading_is_missing(checkpoint_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "lostcities_cfr.training.checkpoint", None)
+    with pytest.raises(AgentSpecError, match="checkpoint agents are not available"):
+        agent_from_spec(f"ckpt:{checkpoint_file}")
+
+
+def test_registered_kinds_build_agents_and_appear_in_the_help(monkeypatch):
+    monkeypatch.setattr("lostcities_cfr.agents.specs._KINDS", dict(agent_kinds()))
+    register_agent_kind(
+        "always-deck", lambda args, options, seed: DiscardOnlyAgent(seed), "always-deck", "test"
+    )
+    assert isinstance(agent_from_spec("always-deck"), DiscardOnlyAgent)
+    assert "always-deck" in describe_agent_specs()
+    with pytest.raises(ValueError, match="lowercase"):
+        register_agent_kind("Bad Name", lambda *a: None, "x", "y")
+
+
+def test_python_specs_build_agents_written_outside_the_package():
+    agent = agent_from_spec("py:lostcities_cfr.agents:RandomAgent", seed=0)
+    assert isinstance(agent, RandomAgent)
+
+
+def test_docs_describe_every_kind_and_preset():
+    text = DOCS.read_text()
+    for name in agent_kinds():
+        assert f"`{name}" in text
+    for preset in HEURISTIC_PRESETS:
+        assert f"heuristic:{preset}" in text

@@ -1,0 +1,125 @@
+import pytest
+import torch
+from torch import nn
+
+from lostcities_cfr.cfr import NetworkConfig, PolicyMLP, masked_advantages, masked_softmax
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game import Rules, feature_size
+
+CLASSIC = Rules.classic()
+F, A = feature_size(CLASSIC), CLASSIC.n_actions
+
+
+def count_features(batch: int, seed: int = 0) -> torch.Tensor:
+    """Features like the encoding's: small counts in [0, 3], mostly zeros."""
+    g = torch.Generator().manual_seed(seed)
+    counts = torch.randint(0, 4, (batch, F), generator=g).float()
+    return counts * (torch.rand(batch, F, generator=g) < 0.3)
+
+
+def random_legal(batch: int, n_actions: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(batch, n_actions, generator=g) < 0.4
+
+
+@pytest.mark.parametrize("preset", ["512x3", "1024x6"])
+def test_presets_map_features_to_one_output_per_action(preset):
+    net = NetworkConfig.preset(preset).build(F, A)
+    assert net(count_features(5)).shape == (5, A)
+
+
+def test_512x3_has_the_parameter_count_of_three_hidden_layers_of_512():
+    net = NetworkConfig.preset("512x3").build(F, A)
+    expected = (F * 512 + 512) + 2 * (512 * 512 + 512) + (512 * A + A)
+    assert sum(p.numel() for p in net.parameters()) == expected == 795_242
+
+
+def test_1024x6_preset_is_residual_with_layer_norm():
+    config = NetworkConfig.preset("1024x6")
+    assert (config.width, config.depth, config.layer_norm, config.residual) == (1024, 6, True, True)
+    net = config.build(F, A)
+    assert sum(isinstance(m, nn.LayerNorm) for m in net.modules()) == 6
+
+
+def test_unknown_preset_names_the_known_ones():
+    with pytest.raises(ConfigError, match="512x3"):
+        NetworkConfig.preset("256x2")
+
+
+def test_depth_below_one_is_refused():
+    with pytest.raises(ConfigError, match="depth=0"):
+        PolicyMLP(F, A, depth=0)
+
+
+def test_residual_layers_add_their_input_to_their_output():
+    torch.manual_seed(0)
+    net = PolicyMLP(12, 5, width=8, depth=3, residual=True)
+    x = count_features(4)[:, :12]
+    h = net.hidden[0](x)
+    h = h + net.hidden[1](h)
+    h = h + net.hidden[2](h)
+    torch.testing.assert_close(net(x), net.head(h))
+
+
+def test_plain_layers_have_no_skip():
+    torch.manual_seed(0)
+    net = PolicyMLP(12, 5, width=8, depth=3)
+    x = count_features(4)[:, :12]
+    torch.testing.assert_close(net(x), net.head(net.hidden[2](net.hidden[1](net.hidden[0](x)))))
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+@pytest.mark.parametrize("residual", [False, True])
+def test_outputs_start_small_so_strategies_start_near_uniform(layer_norm, residual):
+    torch.manual_seed(0)
+    net = PolicyMLP(F, A, width=256, depth=6, layer_norm=layer_norm, residual=residual)
+    with torch.no_grad():
+        outputs = net(count_features(256))
+    assert outputs.isfinite().all()
+    assert outputs.std() < 0.5
+
+
+def test_reset_parameters_draws_new_weights():
+    torch.manual_seed(0)
+    net = PolicyMLP(F, A, width=32, depth=2)
+    before = [p.clone() for p in net.parameters()]
+    net.reset_parameters()
+    assert not torch.equal(before[0], net.hidden[0][0].weight)
+
+
+def test_masked_advantages_zero_illegal_entries_and_keep_legal_ones():
+    outputs = torch.tensor([[1.5, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    legal = torch.tensor([[True, False, True], [False, False, False]])
+    expected = torch.tensor([[1.5, 0.0, 3.0], [0.0, 0.0, 0.0]])
+    assert torch.equal(masked_advantages(outputs, legal), expected)
+
+
+def test_masked_softmax_is_the_softmax_over_legal_actions_only():
+    logits = torch.tensor([[1.0, 50.0, 2.0, 0.5]])
+    legal = torch.tensor([[True, False, True, True]])
+    strategy = masked_softmax(logits, legal)
+    expected = torch.softmax(torch.tensor([1.0, 2.0, 0.5]), dim=0)
+    torch.testing.assert_close(strategy[0, [0, 2, 3]], expected)
+    assert strategy[0, 1] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_masked_softmax_puts_exactly_zero_on_illegal_actions(dtype):
+    g = torch.Generator().manual_seed(1)
+    logits = (torch.randn(64, A, generator=g) * 30).to(dtype)
+    legal = random_legal(64, A, seed=1)
+    legal[:, 0] = True
+    strategy = masked_softmax(logits, legal)
+    assert (strategy[~legal] == 0).all()
+    torch.testing.assert_close(
+        strategy.float().sum(-1),
+        torch.ones(64),
+        atol=1e-2 if dtype != torch.float32 else 1e-6,
+        rtol=0,
+    )
+
+
+def test_masked_softmax_of_a_row_without_legal_actions_is_all_zero():
+    strategy = masked_softmax(torch.randn(2, 4), torch.tensor([[False] * 4, [True] * 4]))
+    assert torch.equal(strategy[0], torch.zeros(4))
+    torch.testing.assert_close(strategy[1].sum(), torch.tensor(1.0))

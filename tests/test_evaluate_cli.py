@@ -1,0 +1,74 @@
+"""``python -m lostcities_cfr evaluate``: the JSON and table outputs and clear errors."""
+
+import json
+
+import pytest
+import torch
+
+from lostcities_cfr.cli import main as cli_main
+from lostcities_cfr.evaluate_cli import main
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_threads():
+    """The command sets torch's thread count for the process; give it back to other tests."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_json_output_holds_every_reported_figure(capsys):
+    main(["--agent", "heuristic:cautious", "--opponent", "random", "--games", "20", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["agent"] == "heuristic:cautious" and data["opponent"] == "random"
+    assert (data["games"], data["deals"], data["matches"]) == (20, 10, 6)
+    rounds = data["rounds"]
+    assert rounds["wins"] + rounds["draws"] + rounds["losses"] == 20
+    low, high = rounds["win_rate_ci"]
+    assert low <= rounds["win_rate"] <= high
+    assert len(rounds["score_diff_ci"]) == 2
+    assert data["matches_outcome"]["n"] == 6
+    for side in ("agent_style", "opponent_style"):
+        assert set(data[side]) == {"expeditions", "negative_share", "wagers"}
+    assert data["game_length"] > 0 and data["games_per_s"] > 0
+
+
+def test_table_output_is_readable_and_prints_games_per_second(capsys):
+    cli_main(["evaluate", "--agent", "heuristic", "--opponent", "discard-only", "--games", "12"])
+    out = capsys.readouterr().out
+    assert "heuristic vs discard-only: 12 games (6 deals" in out
+    assert "games/s" in out
+    assert "win rate [95% CI]" in out and "three-round matches" in out
+
+
+def test_same_seed_gives_the_same_json_apart_from_timing(capsys):
+    argv = ["--agent", "random", "--opponent", "heuristic:noisy=0.2", "--games", "10", "--json"]
+    results = []
+    for _ in range(2):
+        main([*argv, "--seed", "5"])
+        data = json.loads(capsys.readouterr().out)
+        data.pop("seconds"), data.pop("games_per_s")
+        results.append(data)
+    assert results[0] == results[1]
+
+
+def test_an_odd_game_count_is_rounded_up_and_said_so(capsys):
+    main(["--agent", "random", "--opponent", "random", "--games", "5", "--rules", "tiny"])
+    captured = capsys.readouterr()
+    assert "--games 5 rounded up to 6" in captured.err
+    assert "6 games (3 deals" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--agent", "alphazero"], "agent spec 'alphazero': unknown kind 'alphazero'"),
+        (["--agent", "random", "--opponent", "ckpt:"], "needs a path"),
+        (["--agent", "random", "--games", "0"], "--games 0: play at least 1 game"),
+    ],
+)
+def test_bad_arguments_exit_with_status_2_and_a_clear_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
