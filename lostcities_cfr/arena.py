@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from lostcities_cfr.agents.base import Agent
-from lostcities_cfr.game.batched import GameBatch
+from lostcities_cfr.agents.base import Agent, agent_name
+from lostcities_cfr.game.batched import GameBatch, expedition_scores
 from lostcities_cfr.game.rules import Rules
 
 RULE_PRESETS = {"classic": Rules.classic, "six-colors": Rules.six_colors, "tiny": Rules.tiny}
@@ -177,17 +177,11 @@ class PlayStyle:
 
     @classmethod
     def of(cls, rules: Rules, expeditions: torch.Tensor) -> PlayStyle:
-        """From one side's final expeditions: int8 ``[G, T]`` copies per type.
-
-        Scores each colour as ``GameBatch.scores`` does before it sums the colours.
-        """
+        """From one side's final expeditions: int8 ``[G, T]`` copies per type."""
         G = expeditions.shape[0]
         counts = expeditions.view(G, rules.n_colors, rules.n_ranks + 1).long()
-        n_cards = counts.sum(-1)  # [G, C]
-        face = torch.tensor([rules.face_value(r) for r in range(rules.n_ranks + 1)])
-        score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
-        score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
-        started = n_cards > 0
+        score = expedition_scores(rules, expeditions)  # [G, C]
+        started = counts.sum(-1) > 0
         n_started = int(started.sum())
         negative = int((started & (score < 0)).sum())
         return cls(
@@ -333,8 +327,8 @@ def evaluate(
 
         match_outcome = Outcome.of(per_match(a), per_match(b))
     return EvaluationResult(
-        agent=agent_a.name,
-        opponent=agent_b.name,
+        agent=agent_name(agent_a),
+        opponent=agent_name(agent_b),
         rules=asdict(rules),
         seed=seed,
         games=2 * deals,

@@ -16,7 +16,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from lostcities_cfr.agents import Agent, act_single, agent_from_spec, describe_agent_specs
+from lostcities_cfr.agents import (
+    Agent,
+    act_single,
+    agent_from_spec,
+    agent_name,
+    describe_agent_specs,
+)
 from lostcities_cfr.arena import RULE_PRESETS
 from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.game.reference import GameState, expedition_score
@@ -238,7 +244,7 @@ def main(argv: list[str] | None = None, read: Read = input, write: Write = print
     except AgentSpecError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     rules = RULE_PRESETS[args.rules]()
-    write(f"Lost Cities against {agent.name}. Enter 'h' at a prompt for the rules.")
+    write(f"Lost Cities against {agent_name(agent)}. Enter 'h' at a prompt for the rules.")
     totals = [0, 0]
     try:
         for round_index in range(args.rounds):

@@ -178,6 +178,15 @@ def test_result_table_and_dict_carry_the_same_figures():
     assert data["game_length"] > 20
 
 
+def test_agents_written_outside_the_package_need_only_an_act_method():
+    class FirstLegal:  # no name; answers with a plain list
+        def act(self, batch: GameBatch) -> list[int]:
+            return batch.legal_mask().float().argmax(dim=1).tolist()
+
+    result = evaluate(FirstLegal(), HeuristicAgent(), games=10, seed=0)
+    assert result.agent == "FirstLegal" and result.rounds.n == 10
+
+
 def test_an_illegal_action_stops_the_evaluation_naming_the_game():
     class PlaysFirstCard:
         name = "broken"

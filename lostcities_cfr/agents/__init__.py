@@ -5,7 +5,7 @@ This layer sits just above ``game``: it imports no CFR or training code, so a
 network agent takes its network and policy head as arguments.
 """
 
-from lostcities_cfr.agents.base import Agent, AgentRandomness, act_single
+from lostcities_cfr.agents.base import Agent, AgentRandomness, act_single, agent_name
 from lostcities_cfr.agents.basic import DiscardOnlyAgent, NoisyAgent, RandomAgent
 from lostcities_cfr.agents.heuristic import HEURISTIC_PRESETS, HeuristicAgent, HeuristicParams
 from lostcities_cfr.agents.network import NetworkAgent, PolicyHead
@@ -30,6 +30,7 @@ __all__ = [
     "act_single",
     "agent_from_spec",
     "agent_kinds",
+    "agent_name",
     "describe_agent_specs",
     "register_agent_kind",
 ]

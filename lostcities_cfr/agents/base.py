@@ -25,13 +25,19 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything with ``act(batch) -> actions``; ``name`` labels it in results."""
+    """Anything with ``act(batch) -> actions``; ``name`` labels it in results (the class
+    name stands in where it is missing)."""
 
     name: str
 
     def act(self, batch: GameBatch) -> torch.Tensor:
         """A legal action for the player to move in every unfinished game: int64 ``[B]``."""
         ...
+
+
+def agent_name(agent: Agent) -> str:
+    """``agent.name``, or its class name for agents written without one."""
+    return getattr(agent, "name", None) or type(agent).__name__
 
 
 def act_single(agent: Agent, state: GameState) -> int:

@@ -437,15 +437,7 @@ class GameBatch:
     # ---- outcomes -------------------------------------------------------------------------
     def scores(self) -> torch.Tensor:
         """[B, 2] int64: each player's score as the expeditions stand."""
-        rules, B = self.rules, self.batch_size
-        counts = self._expeditions.view(2, rules.n_colors, rules.n_ranks + 1, B).long()
-        n_cards = counts.sum(2)  # [2, C, B]
-        wagers = counts[:, :, 0]
-        face_sum = (counts * _tables(rules, self.device).face).sum(2)
-        score = (face_sum - rules.expedition_cost) * (1 + wagers) + rules.bonus * (
-            n_cards >= rules.bonus_threshold
-        )
-        return torch.where(n_cards > 0, score, 0).sum(1).t()
+        return expedition_scores(self.rules, self.expeditions).sum(-1)
 
     def returns(self) -> torch.Tensor:
         """[B, 2] float32: zero-sum utilities ``score(p) - score(1 - p)``."""
@@ -503,6 +495,20 @@ class GameBatch:
             discarded == torch.arange(C + 1, device=self.device)[:, None]
         )
         return out.t()
+
+
+def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
+    """[..., C] int64: the score of each expedition from copies per card type ``[..., T]``.
+
+    ``(sum of face values - cost) * (1 + wagers)``, plus the bonus from
+    ``bonus_threshold`` cards on; 0 for an expedition that was never started.
+    """
+    counts = counts.reshape(*counts.shape[:-1], rules.n_colors, rules.n_ranks + 1).long()
+    n_cards = counts.sum(-1)
+    face = _tables(rules, counts.device).face.view(-1)
+    score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
+    score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
+    return torch.where(n_cards > 0, score, 0)
 
 
 def _expand_counts(counts: Sequence[int]) -> list[int]:
