@@ -24,16 +24,6 @@ from lostcities_cfr.errors import IllegalActionError
 from lostcities_cfr.game import GameBatch, Rules, feature_size
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """As the evaluate command runs (its --threads default): the arena's many small tensor
-    operations run fastest on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # ---- statistics ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("successes", "n", "low", "high"),
