@@ -490,6 +490,7 @@ class GameBatch:
         out[blocks["deck_fraction"]] = self.deck_count / (rules.deck_size - 2 * rules.hand_size)
         out[blocks["phase"]] = self.turn % 2 == torch.arange(2, device=self.device)[:, None]
         out[blocks["to_move"]] = viewer == self.current_player
+        out[blocks["seat"]] = viewer == 0
         discarded = torch.where(self.discarded < 0, C, self.discarded)
         out[blocks["discarded_color"]] = (
             discarded == torch.arange(C + 1, device=self.device)[:, None]

@@ -20,6 +20,7 @@ BLOCK_ORDER = (
     "deck_fraction",
     "phase",
     "to_move",
+    "seat",
     "discarded_color",
 )
 
@@ -39,6 +40,7 @@ def feature_blocks(rules: Rules) -> dict[str, slice]:
         "deck_fraction": 1,
         "phase": 2,
         "to_move": 1,
+        "seat": 1,
         "discarded_color": C + 1,
     }
     blocks, start = {}, 0
@@ -49,5 +51,5 @@ def feature_blocks(rules: Rules) -> dict[str, slice]:
 
 
 def feature_size(rules: Rules) -> int:
-    """F = 7T + C*L + C + 5 (420 for classic rules)."""
+    """F = 7T + C*L + C + 6 (421 for classic rules)."""
     return feature_blocks(rules)["discarded_color"].stop

@@ -307,6 +307,7 @@ class GameState:
         add("deck_fraction", 0, len(self.deck) / (rules.deck_size - 2 * rules.hand_size))
         add("phase", self.phase)
         add("to_move", 0, 1.0 if player == self.current_player else 0.0)
+        add("seat", 0, 1.0 if player == 0 else 0.0)
         add(
             "discarded_color",
             rules.n_colors if self.discarded_color is None else self.discarded_color,

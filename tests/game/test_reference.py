@@ -313,6 +313,7 @@ def test_information_state_blocks_on_a_draw_decision():
     assert f["to_move"] == [1.0]
     assert f["discarded_color"] == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     g = features(state, 1)
+    assert (f["seat"], g["seat"]) == ([1.0], [0.0])
     assert g["hand"] == counts("R* R7 G5 G6 W3 Y2 Y3 Y5")
     assert g["opp_expeditions"] == counts("R5")
     assert g["to_move"] == [0.0]
