@@ -13,12 +13,27 @@ from importlib import import_module
 
 # command -> ("module", "function taking argv"), imported lazily.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "fit": (
+        "lostcities_cfr.training.cli",
+        "fit",
+        "train a Deep CFR agent: fit --config configs/quickstart.yaml",
+    ),
+    "validate": (
+        "lostcities_cfr.training.cli",
+        "validate",
+        "evaluate a checkpoint: validate --config CONFIG --ckpt_path PATH",
+    ),
     "evaluate": (
         "lostcities_cfr.evaluate_cli",
         "main",
         "play an agent against an opponent in duplicate games; rates with 95% intervals",
     ),
     "play": ("lostcities_cfr.play", "main", "play against an agent in the terminal"),
+    "report": (
+        "lostcities_cfr.report",
+        "main",
+        "PNG plots of a run's metrics.csv: win rates, exploitability, losses, time shares",
+    ),
 }
 
 

@@ -81,10 +81,17 @@ def main() -> None:
                 batched_actions_per_s(rules, size, seed) for seed in range(args.repeats)
             )
             rows.append(
-                {"threads": threads, "batch": size, "actions_per_s": rate, "vs_reference": rate / reference}
+                {
+                    "threads": threads,
+                    "batch": size,
+                    "actions_per_s": rate,
+                    "vs_reference": rate / reference,
+                }
             )
     torch.set_num_threads(max(args.threads))
-    encode_us = statistics.median(encode_us_per_row(rules, 1024, seed) for seed in range(args.repeats))
+    encode_us = statistics.median(
+        encode_us_per_row(rules, 1024, seed) for seed in range(args.repeats)
+    )
     result = {
         "reference_actions_per_s": reference,
         "batched": rows,

@@ -1,13 +1,24 @@
 """The Deep CFR algorithm (Brown, Lerer, Gross & Sandholm, 2019): networks,
 regret matching with the highest-advantage fallback, and reservoir buffers.
+Traversal samplers: external, outcome and budgeted sampling.
 """
 
+from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
+from lostcities_cfr.cfr.exploitability import (
+    TinyGameTree,
+    exploitability,
+    game_tree,
+    nash_conv,
+    uniform_policy,
+)
+from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import (
     NetworkConfig,
     PolicyMLP,
     masked_advantages,
     masked_softmax,
 )
+from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.cfr.reservoir import (
     ReservoirBatch,
@@ -15,15 +26,26 @@ from lostcities_cfr.cfr.reservoir import (
     last_writers,
     reservoir_slots,
 )
+from lostcities_cfr.cfr.traversal import Sampler, TraversalStats
 
 __all__ = [
+    "BudgetedSampling",
+    "ExternalSampling",
     "NetworkConfig",
+    "OutcomeSampling",
     "PolicyMLP",
     "ReservoirBatch",
     "ReservoirBuffer",
+    "Sampler",
+    "TinyGameTree",
+    "TraversalStats",
+    "exploitability",
+    "game_tree",
     "last_writers",
     "masked_advantages",
     "masked_softmax",
+    "nash_conv",
     "regret_matching",
     "reservoir_slots",
+    "uniform_policy",
 ]

@@ -1,0 +1,138 @@
+"""Where each CFR iteration's wall-clock went, and what the process holds."""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import Checkpoint
+
+from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
+
+# Phases the model times itself (``DeepCFR.iteration_metrics``) or evaluation
+# adds; each gets ``time/<phase>_share`` of the iteration. Network queries and
+# buffer writes happen inside the traversal, so their shares are part of its share.
+PHASES = ("traversal", "policy_network", "memory_add", "advantage_train", "strategy_train", "eval")
+DISJOINT_PHASES = ("traversal", "advantage_train", "strategy_train", "eval")
+GB = 2**30
+
+
+def resident_memory_bytes() -> int | None:
+    """The process's resident set size now (Linux ``/proc``); None elsewhere."""
+    try:
+        with open("/proc/self/statm") as file:
+            return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def peak_memory_bytes() -> int:
+    """The process's peak resident set size (``getrusage``: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+class PhaseTimer(pl.Callback):
+    """Times every CFR iteration and logs each phase's share of it, memory and buffer fill.
+
+    Acts at the start of each iteration (the first of ``on_traversal_start`` and
+    ``on_train_epoch_start``, as the model may traverse before or after the
+    epoch starts) and at its end (``on_train_epoch_end``). So that the time it
+    measures includes evaluation, it moves itself behind the other callbacks
+    in ``setup`` (checkpoint callbacks stay last, where Lightning keeps them).
+
+    Logs to every logger, each iteration:
+
+    - ``time/iteration_s``: the iteration's wall-clock, evaluation included;
+    - ``time/eval_s``: this iteration's :class:`PeriodicEvaluation` time (0
+      when none ran);
+    - ``time/<phase>_share`` for ``traversal``, ``policy_network``,
+      ``memory_add``, ``advantage_train``, ``strategy_train`` and ``eval``:
+      seconds over ``time/iteration_s`` (the model logs the seconds,
+      ``time/<phase>_s``; network queries and buffer writes are part of the
+      traversal), and ``time/other_share``: what no phase accounts for;
+    - ``system/rss_gb`` (resident memory now, where ``/proc`` exists),
+      ``system/max_rss_gb`` (peak) and, on CUDA, ``system/cuda_max_allocated_gb``;
+    - ``buffer/<name>_fill``: rows held over capacity of each reservoir
+      (``advantage_p0``, ``advantage_p1``, ``strategy``).
+
+    The counts and rates (``traversal/nodes_per_s``, ``inference/mean_batch``,
+    ``buffer/*`` rows) are logged by the model itself.
+
+    Args:
+        memory: log the process's memory.
+        buffers: log the reservoirs' fill.
+    """
+
+    def __init__(self, memory: bool = True, buffers: bool = True) -> None:
+        self.memory = memory
+        self.buffers = buffers
+        self._started_iteration: int | None = None
+        self._start = 0.0
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        # A new list: Lightning is iterating the old one to call this very hook.
+        others = [c for c in trainer.callbacks if c is not self and not isinstance(c, Checkpoint)]
+        checkpoints = [c for c in trainer.callbacks if isinstance(c, Checkpoint)]
+        trainer.callbacks = [*others, self, *checkpoints]
+
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._start_iteration(pl_module.iteration)
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._start_iteration(pl_module.iteration)
+
+    def _start_iteration(self, iteration: int) -> None:
+        if self._started_iteration != iteration:
+            self._started_iteration = iteration
+            self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        iteration_s = time.perf_counter() - self._start
+        seconds = {
+            phase: float(pl_module.iteration_metrics.get(f"time/{phase}_s", 0.0))
+            for phase in PHASES
+        }
+        seconds["eval"] = self._eval_seconds(trainer, pl_module.iteration)
+        metrics = {"time/iteration_s": iteration_s, "time/eval_s": seconds["eval"]}
+        for phase, value in seconds.items():
+            metrics[f"time/{phase}_share"] = value / iteration_s
+        disjoint = sum(seconds[phase] for phase in DISJOINT_PHASES)
+        metrics["time/other_share"] = max(0.0, 1.0 - disjoint / iteration_s)
+        if self.memory:
+            metrics.update(self._memory())
+        if self.buffers:
+            metrics.update(self._buffer_fill(pl_module))
+        for name, value in metrics.items():
+            pl_module.log(name, value, on_step=False, on_epoch=True)
+
+    @staticmethod
+    def _eval_seconds(trainer: pl.Trainer, iteration: int) -> float:
+        return sum(
+            c.last_seconds
+            for c in trainer.callbacks
+            if isinstance(c, PeriodicEvaluation) and c.last_iteration == iteration
+        )
+
+    @staticmethod
+    def _memory() -> dict[str, float]:
+        metrics = {"system/max_rss_gb": peak_memory_bytes() / GB}
+        rss = resident_memory_bytes()
+        if rss is not None:
+            metrics["system/rss_gb"] = rss / GB
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            metrics["system/cuda_max_allocated_gb"] = torch.cuda.max_memory_allocated() / GB
+        return metrics
+
+    @staticmethod
+    def _buffer_fill(pl_module: pl.LightningModule) -> dict[str, float]:
+        buffers = {
+            f"advantage_p{player}": buffer
+            for player, buffer in enumerate(pl_module.advantage_buffers)
+        }
+        buffers["strategy"] = pl_module.strategy_buffer
+        return {f"buffer/{name}_fill": len(b) / b.capacity for name, b in buffers.items()}

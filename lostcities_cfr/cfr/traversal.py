@@ -1,0 +1,232 @@
+"""What every Deep CFR traversal sampler shares: the :class:`Sampler` interface,
+its :class:`TraversalStats`, and the two operations of a traversal step.
+
+A sampler walks many games at once (Deep CFR, Brown, Lerer, Gross & Sandholm,
+2019): the walkers are one :class:`~lostcities_cfr.game.GameBatch`, one row per
+node of every concurrent traversal, and all of them advance in lockstep. At
+each step :func:`current_strategies` sends the features and legal masks of all
+rows to the inference queue (one submit per network: player 0's rows to
+``advantage_0``, player 1's to ``advantage_1``) and flushes once; the sampler
+then picks actions (:func:`sample_actions`) or forks rows
+(``GameBatch.select`` with repeated indices) and steps the whole batch. No
+Python loop runs per walker or per node.
+
+The samplers (``docs/algorithms.md`` gives each one's estimator and bias):
+
+- :class:`~lostcities_cfr.cfr.external_sampling.ExternalSampling`: exact
+  counterfactual regrets for the dealt game, exponential in its length; for
+  tiny rules.
+- :class:`~lostcities_cfr.cfr.outcome_sampling.OutcomeSampling`: one sampled
+  trajectory per traversal, importance-weighted regrets.
+- :class:`~lostcities_cfr.cfr.budgeted_sampling.BudgetedSampling`: a sampled
+  trajectory that branches on every legal action at a few traverser nodes and
+  values each branch by one playout; bounded cost, for full-size games.
+
+Utilities are the zero-sum ``GameBatch.returns()`` of the traverser (the score
+difference) divided by ``utility_scale``, so targets can be kept O(1) for the
+networks (for classic rules, where differences run to a few hundred points,
+``utility_scale=100`` is a natural choice). Regret matching is invariant to the
+scale, so it changes nothing but the size of the regression targets.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from lostcities_cfr.cfr.reservoir import ReservoirBuffer
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.inference import InferenceQueue
+
+ADVANTAGE_NETWORKS = ("advantage_0", "advantage_1")  # queue names of each player's network
+# Samplers drop finished games from their batch once the live ones are at most this
+# fraction of it: ``GameBatch.select`` gathers every state tensor along its batch-last
+# axis, which costs about as much per row as ``encode()``, so compacting at every step
+# in which some game ends would nearly double the engine's share of a node.
+COMPACT_BELOW = 0.75
+
+
+@dataclass
+class TraversalStats:
+    """Counts and timings of one or more traversal calls (they add up with ``+``)."""
+
+    traversals: int = 0  # trajectories started (games dealt)
+    nodes: int = 0  # decision nodes visited = network rows queried
+    advantage_rows: int = 0  # rows added to the advantage buffer
+    strategy_rows: int = 0  # rows added to the strategy buffer
+    seconds: float = 0.0  # wall time of the whole call
+    memory_add_seconds: float = 0.0  # time spent inside ReservoirBuffer.add
+
+    def __add__(self, other: TraversalStats) -> TraversalStats:
+        return TraversalStats(
+            self.traversals + other.traversals,
+            self.nodes + other.nodes,
+            self.advantage_rows + other.advantage_rows,
+            self.strategy_rows + other.strategy_rows,
+            self.seconds + other.seconds,
+            self.memory_add_seconds + other.memory_add_seconds,
+        )
+
+    @property
+    def nodes_per_s(self) -> float:
+        return self.nodes / self.seconds if self.seconds > 0 else 0.0
+
+
+def current_strategies(
+    queue: InferenceQueue,
+    games: GameBatch,
+    features: torch.Tensor,
+    legal: torch.Tensor,
+    rows: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The current strategy [B, A] of the player to move at ``rows`` of ``games``.
+
+    ``features`` [B, F] and ``legal`` [B, A] bool are those of ``games``; ``rows``
+    ([n] int64, default all) are the games that need a strategy, and the others
+    get zeros. Rows of player p go to the queue's ``advantage_p`` in one submit,
+    and one flush runs both networks. Games started together move in lockstep,
+    so usually every row belongs to one player and only that network runs.
+    """
+    B = games.batch_size
+    player = games.current_player  # [B]
+    if rows is None:
+        rows = torch.arange(B, device=legal.device)
+    # One transposing copy of the batch-last features into the row-major rows a
+    # forward reads; gathering rows from it is then a plain row copy.
+    features = features.contiguous()
+    parts = []
+    for p, name in enumerate(ADVANTAGE_NETWORKS):
+        ask = rows[player[rows] == p]  # [n_p]
+        if len(ask) == B:
+            parts.append((None, queue.submit(name, features, legal)))
+        elif len(ask):
+            ticket = queue.submit(name, features.index_select(0, ask), legal.index_select(0, ask))
+            parts.append((ask, ticket))
+    queue.flush()
+    if len(parts) == 1 and parts[0][0] is None:
+        return parts[0][1].result()
+    sigma = torch.zeros(legal.shape, device=legal.device)
+    for ask, ticket in parts:
+        sigma.index_copy_(0, ask, ticket.result())
+    return sigma
+
+
+def explore(sigma: torch.Tensor, legal: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """``epsilon * uniform(legal) + (1 - epsilon) * sigma``, row by row ([B, A])."""
+    uniform = legal / legal.sum(1, keepdim=True).clamp(min=1)
+    return epsilon * uniform + (1 - epsilon) * sigma
+
+
+def sample_actions(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """[B] int64: one action drawn from each row of ``probs`` [B, A].
+
+    Rows must be non-negative with a positive sum (they need not sum to
+    exactly 1). Inverse-CDF sampling with ``u`` in (0, 1] never returns an
+    action of probability 0, whatever the rounding of the running sum.
+    """
+    cdf = probs.cumsum(1)  # [B, A], non-decreasing
+    u = 1 - torch.rand(len(probs), 1, generator=generator, device=probs.device, dtype=cdf.dtype)
+    return (cdf < u * cdf[:, -1:]).sum(1)
+
+
+class Sampler:
+    """Base class of the traversal samplers.
+
+    :meth:`traverse` deals ``n_traversals`` games, ``walkers`` at a time, and
+    hands each batch to :meth:`traverse_games`, which subclasses implement.
+    Walkers live on the device of the ``generator`` passed to :meth:`traverse`.
+
+    Args:
+        walkers: traversals run concurrently (games dealt per batch). Larger
+            batches make larger network forwards; the frontier of a batch can
+            hold many more rows than this (forked children, playouts).
+        utility_scale: utilities (score differences) are divided by it.
+    """
+
+    def __init__(self, walkers: int = 1024, utility_scale: float = 1.0) -> None:
+        if walkers < 1:
+            raise ConfigError(f"{type(self).__name__} walkers={walkers}; it must be at least 1")
+        if not utility_scale > 0:
+            raise ConfigError(
+                f"{type(self).__name__} utility_scale={utility_scale}; it must be positive"
+            )
+        self.walkers = walkers
+        self.utility_scale = utility_scale
+
+    def traverse(
+        self,
+        rules: Rules,
+        traverser: int,
+        n_traversals: int,
+        iteration: int,
+        queue: InferenceQueue,
+        advantage_buffer: ReservoirBuffer,
+        strategy_buffer: ReservoirBuffer,
+        generator: torch.Generator,
+    ) -> TraversalStats:
+        """Run ``n_traversals`` traversals for ``traverser`` from fresh deals.
+
+        Advantage rows of ``traverser`` go to ``advantage_buffer`` and the
+        opponent's strategies to ``strategy_buffer``, all tagged ``iteration``.
+        ``generator`` draws the deals and every sampled action.
+        """
+        if traverser not in (0, 1):
+            raise ValueError(f"traverser={traverser}; it must be 0 or 1")
+        start = time.perf_counter()
+        stats = TraversalStats()
+        dealt = 0
+        while dealt < n_traversals:
+            size = min(self.walkers, n_traversals - dealt)
+            seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
+            games = GameBatch.new(rules, size, seed=seed, device=generator.device)
+            stats += self.traverse_games(
+                games, traverser, iteration, queue, advantage_buffer, strategy_buffer, generator
+            )
+            dealt += size
+        stats.seconds = time.perf_counter() - start
+        return stats
+
+    def traverse_games(
+        self,
+        games: GameBatch,
+        traverser: int,
+        iteration: int,
+        queue: InferenceQueue,
+        advantage_buffer: ReservoirBuffer,
+        strategy_buffer: ReservoirBuffer,
+        generator: torch.Generator,
+    ) -> TraversalStats:
+        """One traversal from each game of ``games`` (any states, left unchanged)."""
+        raise NotImplementedError
+
+    def utility(
+        self, games: GameBatch, traverser: int, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The traverser's return divided by ``utility_scale``: [B] float32 for every game,
+        or [n] for the games at ``rows`` only (scoring a few ended games of a large
+        batch costs less than scoring all of them)."""
+        if rows is not None:
+            games = games.select(rows)
+        return games.returns()[:, traverser] / self.utility_scale
+
+    @staticmethod
+    def add_rows(
+        buffer: ReservoirBuffer,
+        features: torch.Tensor,
+        legal: torch.Tensor,
+        targets: torch.Tensor,
+        iteration: int,
+        stats: TraversalStats,
+        advantage: bool,
+    ) -> None:
+        """``buffer.add`` with its time and row count recorded in ``stats``."""
+        start = time.perf_counter()
+        buffer.add(features, legal, targets, iteration)
+        stats.memory_add_seconds += time.perf_counter() - start
+        if advantage:
+            stats.advantage_rows += len(features)
+        else:
+            stats.strategy_rows += len(features)

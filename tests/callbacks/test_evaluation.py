@@ -1,0 +1,94 @@
+import pytest
+from tiny_runs import EVAL_SUFFIXES, fit, read_csv_metrics, tiny_model
+
+from lostcities_cfr.callbacks import PeriodicEvaluation
+from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS, eval_prefix
+from lostcities_cfr.errors import AgentSpecError, ConfigError
+
+
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory):
+    evaluation = PeriodicEvaluation(
+        every_n_iterations=2, games=20, opponents=["random", "discard-only"]
+    )
+    trainer, model = fit(tmp_path_factory.mktemp("eval"), [evaluation], max_epochs=3)
+    return evaluation, model, read_csv_metrics(trainer)
+
+
+def test_evaluates_every_n_iterations_and_at_the_last(evaluated_run):
+    _, _, rows = evaluated_run
+    evaluated = [row["iteration"] for row in rows if "eval/seconds" in row]
+    assert evaluated == [2.0, 3.0]
+
+
+def test_logs_each_policy_against_each_opponent_with_interval_bounds(evaluated_run):
+    _, _, rows = evaluated_run
+    row = next(r for r in rows if r["iteration"] == 2.0)
+    for policy in ("average", "current"):
+        for opponent in ("random", "discard-only"):
+            prefix = f"eval/{policy}/{opponent}/"
+            for suffix in (*EVAL_SUFFIXES, "score_diff_ci_low", "score_diff_ci_high"):
+                assert prefix + suffix in row
+            assert row[prefix + "win_rate_ci_low"] <= row[prefix + "win_rate"]
+            assert row[prefix + "win_rate"] <= row[prefix + "win_rate_ci_high"]
+            assert row[prefix + "score_diff_ci_low"] <= row[prefix + "score_diff"]
+
+
+def test_amortized_cost_is_all_evaluation_time_over_iterations(evaluated_run):
+    evaluation, _, rows = evaluated_run
+    at_2, at_3 = (r for r in rows if "eval/seconds" in r)
+    assert at_2["eval/amortized_s"] == pytest.approx(at_2["eval/seconds"] / 2, rel=1e-5)
+    total = at_2["eval/seconds"] + at_3["eval/seconds"]
+    assert at_3["eval/amortized_s"] == pytest.approx(total / 3, rel=1e-5)
+    assert evaluation.total_seconds == pytest.approx(total, rel=1e-5)
+
+
+def test_table_holds_one_row_per_iteration_policy_and_opponent(evaluated_run):
+    evaluation, _, _ = evaluated_run
+    assert len(evaluation.rows) == 2 * 2 * 2
+    assert all(len(row) == len(TABLE_COLUMNS) for row in evaluation.rows)
+    assert {(r[0], r[1], r[2]) for r in evaluation.rows} == {
+        (i, p, o)
+        for i in (2, 3)
+        for p in ("average", "current")
+        for o in ("random", "discard-only")
+    }
+
+
+def test_state_survives_a_checkpoint(evaluated_run):
+    evaluation, _, _ = evaluated_run
+    restored = PeriodicEvaluation()
+    restored.load_state_dict(evaluation.state_dict())
+    assert restored.total_seconds == evaluation.total_seconds
+    assert restored.rows == evaluation.rows
+
+
+def test_the_same_model_gets_the_same_results_every_time():
+    model = tiny_model()
+    evaluation = PeriodicEvaluation(games=16, opponents=["random"])
+    first = evaluation.evaluate_policies(model, 1)
+    assert evaluation.evaluate_policies(model, 1) == first
+
+
+def test_opponent_paths_keep_the_metric_tree_three_levels_deep():
+    assert eval_prefix("average", "ckpt:runs/a.ckpt") == "eval/average/ckpt:runs_a.ckpt/"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"every_n_iterations": 0},
+        {"games": 0},
+        {"opponents": []},
+        {"policies": ["average", "best"]},
+        {"policies": []},
+    ],
+)
+def test_unworkable_settings_are_refused(arguments):
+    with pytest.raises(ConfigError):
+        PeriodicEvaluation(**arguments)
+
+
+def test_a_bad_opponent_spec_fails_before_training(tmp_path):
+    with pytest.raises(AgentSpecError):
+        fit(tmp_path, [PeriodicEvaluation(opponents=["nobody"])], max_epochs=1)

@@ -1,0 +1,24 @@
+import re
+
+from tiny_runs import fit
+
+from lostcities_cfr.callbacks import IterationProgressBar
+
+
+def test_line_mode_prints_one_line_per_iteration_and_nothing_else(tmp_path, capsys):
+    bar = IterationProgressBar(lines=True)
+    fit(tmp_path, [bar], max_epochs=3, enable_progress_bar=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(lines) == 3
+    for i, line in enumerate(lines, start=1):
+        assert re.match(rf"iteration {i}/3: [\d.]+ s \| traversal [\d.]+ s, ", line)
+        assert "training 8 steps" in line
+        assert "advantage_p0" in line
+
+
+def test_bar_mode_titles_the_bar_by_iteration_and_shows_the_traversal(tmp_path, capsys):
+    bar = IterationProgressBar(lines=False)
+    fit(tmp_path, [bar], max_epochs=2, enable_progress_bar=True)
+    assert bar.train_progress_bar.desc.startswith("iteration 2/2")
+    assert set(bar._traversal) == {"traversal", "nodes/s", "batch"}
+    assert "iteration 2/2" in capsys.readouterr().out

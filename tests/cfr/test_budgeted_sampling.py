@@ -1,0 +1,115 @@
+import pytest
+import torch
+from traversal_reference import (
+    TINY,
+    ExactTree,
+    advance,
+    assert_unbiased,
+    buffers,
+    held,
+    make_queue,
+    repeated,
+    rows_at,
+    uniform_head,
+)
+
+from lostcities_cfr.cfr import regret_matching
+from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game import Rules
+
+HEADS = (regret_matching, regret_matching)
+# Player 0 to move with one deck card left and a discard pile to draw from: both of its
+# next decisions have choices.
+ROOT = advance(TINY, seed=82, decisions=4)
+
+
+def traverse(sampler, n=300, heads=HEADS, rules=TINY, seed=0):
+    queue = make_queue(heads, rules=rules)
+    advantage, strategy = buffers(rules=rules)
+    stats = sampler.traverse(
+        rules, 0, n, 1, queue, advantage, strategy, torch.Generator().manual_seed(seed)
+    )
+    return stats, advantage, strategy, queue
+
+
+def test_playout_regrets_are_unbiased_for_the_node_regrets():
+    # Every traverser node of the trajectory branches, so the root and each second
+    # decision the exploring trajectory reaches carry rows whose mean is v(h, a) - v(h).
+    n = 4000
+    sampler = BudgetedSampling(exploration=0.5, branch_prob=1.0, max_branches=8)
+    advantage, strategy = buffers()
+    sampler.traverse_games(
+        repeated(ROOT, n),
+        0,
+        1,
+        make_queue(HEADS),
+        advantage,
+        strategy,
+        torch.Generator().manual_seed(0),
+    )
+    exact = ExactTree(make_queue(HEADS), 0)
+    _, _, samples = rows_at(advantage, ROOT)
+    assert len(samples) == n
+    assert_unbiased(samples, exact.regrets(ROOT))
+    for action in ROOT.legal_actions():
+        state = ROOT.clone()
+        state.apply(action)
+        _, _, samples = rows_at(advantage, state)
+        if len(samples) > 300:
+            assert_unbiased(samples, exact.regrets(state))
+
+
+@pytest.mark.parametrize("branch_prob", [0.3, 1.0])
+def test_cost_per_traversal_stays_within_the_bound(branch_prob):
+    sampler = BudgetedSampling(branch_prob=branch_prob, max_branches=1)
+    stats, _, _, queue = traverse(sampler)
+    assert stats.nodes == queue.stats()["rows"]
+    assert stats.nodes <= stats.traversals * sampler.node_bound(TINY)
+    assert stats.advantage_rows <= stats.traversals * sampler.max_branches
+    if branch_prob == 1.0:  # the traverser's first node always branches
+        assert stats.advantage_rows == stats.traversals
+
+
+def test_rows_are_well_formed_and_each_step_submits_once_per_network():
+    # Uniform strategies: every regret row sums to 0 over its legal actions.
+    stats, advantage, strategy, queue = traverse(
+        BudgetedSampling(branch_prob=0.5), heads=(uniform_head, uniform_head)
+    )
+    assert stats.traversals == 300
+    assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
+    assert stats.advantage_rows > 0 and stats.strategy_rows > 0
+    _, legal, regrets = held(advantage)
+    assert legal.any(1).all() and not regrets[~legal].any()
+    torch.testing.assert_close(regrets.sum(1), torch.zeros(len(regrets)), atol=1e-4, rtol=0)
+    _, legal, sigma = held(strategy)
+    torch.testing.assert_close(sigma.sum(1), torch.ones(len(sigma)))
+    assert not sigma[~legal].any()
+    assert all(len(names) == len(set(names)) for names in queue.flushes)
+    assert queue.stats()["calls"] == sum(len(names) for names in queue.flushes)
+
+
+def test_full_size_rounds_finish_within_the_bound():
+    classic = Rules.classic()
+    sampler = BudgetedSampling(walkers=2, branch_prob=0.1, max_branches=1)
+    stats, advantage, _, _ = traverse(
+        sampler, n=2, heads=(uniform_head, uniform_head), rules=classic
+    )
+    assert 0 < stats.nodes <= 2 * sampler.node_bound(classic)
+    _, legal, regrets = held(advantage)
+    assert not regrets[~legal].any()
+
+
+def test_the_same_generator_seed_gives_the_same_rows():
+    runs = [traverse(BudgetedSampling(walkers=64, branch_prob=0.5), n=100)[1:3] for _ in range(2)]
+    for a, b in zip(*(held(adv) + held(strat) for adv, strat in runs), strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"exploration": 1.5}, {"branch_prob": 0.0}, {"branch_prob": 1.1}, {"max_branches": 0}],
+)
+def test_invalid_arguments_are_refused(kwargs):
+    with pytest.raises(ConfigError):
+        BudgetedSampling(**kwargs)

@@ -1,0 +1,177 @@
+import pytest
+import torch
+from traversal_reference import (
+    TINY,
+    ExactTree,
+    advance,
+    argmax_head,
+    assert_unbiased,
+    buffers,
+    held,
+    make_queue,
+    repeated,
+    rows_at,
+)
+
+from lostcities_cfr.cfr import regret_matching
+from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game import GameBatch, Rules
+
+
+def mixed_states() -> list:
+    """Tiny states at different points of the round (both players to move)."""
+    states = [advance(TINY, seed, seed % 4) for seed in range(12)]
+    return [s for s in states if not s.is_terminal]
+
+
+def assert_same_rows(actual: tuple, expected: list, atol: float = 1e-4) -> None:
+    """The buffer rows ``actual`` are the rows ``expected`` [(features, legal, target)] in
+    some order; features compare as the buffer stores them (float16)."""
+
+    def key(features, legal):
+        return tuple(features.half().tolist()), tuple(legal.tolist())
+
+    pending: dict = {}
+    for features, legal, target in expected:
+        pending.setdefault(key(features, legal), []).append(target.float())
+    features, legal, targets = actual
+    assert len(features) == len(expected)
+    for f, m, t in zip(features, legal, targets, strict=True):
+        candidates = pending.get(key(f, m), [])
+        match = next((i for i, c in enumerate(candidates) if torch.allclose(c, t, atol=atol)), None)
+        assert match is not None, f"row with targets {t.tolist()} has no exact counterpart"
+        candidates.pop(match)
+
+
+@pytest.mark.parametrize("traverser", [0, 1])
+def test_rows_equal_the_exact_regrets_and_strategies_of_a_recursive_reference(traverser):
+    # A deterministic opponent makes external sampling exact: its rows must be the
+    # reference's, node for node.
+    heads = [None, None]
+    heads[traverser], heads[1 - traverser] = regret_matching, argmax_head
+    states = mixed_states()
+    queue = make_queue(tuple(heads))
+    advantage, strategy = buffers()
+    stats = ExternalSampling().traverse_games(
+        GameBatch.from_states(states),
+        traverser,
+        3,
+        queue,
+        advantage,
+        strategy,
+        torch.Generator().manual_seed(0),
+    )
+
+    reference = ExactTree(make_queue(tuple(heads)), traverser)
+    for state in states:
+        reference.value(state)
+    assert_same_rows(held(advantage), reference.traverser_rows)
+    assert_same_rows(held(strategy), reference.opponent_rows)
+    n_nodes = len(reference.traverser_rows) + len(reference.opponent_rows)
+    assert stats.nodes == n_nodes == queue.stats()["rows"]
+    assert stats.advantage_rows == len(reference.traverser_rows) == len(advantage)
+    assert stats.strategy_rows == len(reference.opponent_rows) == len(strategy)
+    assert stats.traversals == len(states)
+    assert set(advantage.iteration[: len(advantage)].tolist()) == {3}
+
+
+def test_each_step_submits_once_per_network_and_flushes_once():
+    queue = make_queue((regret_matching, regret_matching))
+    ExternalSampling().traverse_games(
+        GameBatch.from_states(mixed_states()),
+        0,
+        1,
+        queue,
+        *buffers(),
+        torch.Generator().manual_seed(0),
+    )
+    assert all(len(names) == len(set(names)) for names in queue.flushes)
+    assert any(len(names) == 2 for names in queue.flushes)  # the mixed batch needs both nets
+    assert queue.stats()["calls"] == sum(len(names) for names in queue.flushes)
+
+
+def test_expected_root_regrets_over_opponent_samples_equal_the_exact_ones():
+    root = advance(TINY, seed=5, decisions=0)
+    queue = make_queue((regret_matching, regret_matching))
+    advantage, strategy = buffers()
+    ExternalSampling().traverse_games(
+        repeated(root, 3000), 0, 1, queue, advantage, strategy, torch.Generator().manual_seed(0)
+    )
+    _, _, samples = rows_at(advantage, root)
+    assert len(samples) == 3000
+    expected = ExactTree(make_queue((regret_matching, regret_matching)), 0).regrets(root)
+    assert_unbiased(samples, expected)
+
+
+def test_traverse_deals_games_and_its_rows_are_well_formed():
+    queue = make_queue((regret_matching, regret_matching))
+    advantage, strategy = buffers()
+    sampler = ExternalSampling(walkers=40)
+    stats = sampler.traverse(
+        TINY, 1, 100, 2, queue, advantage, strategy, torch.Generator().manual_seed(0)
+    )
+    assert stats.traversals == 100
+    assert stats.nodes == queue.stats()["rows"]
+    assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
+    assert stats.advantage_rows > 100 and stats.strategy_rows > 100
+    _, legal, sigma = held(strategy)
+    torch.testing.assert_close(sigma.sum(1), torch.ones(len(sigma)))
+    assert not sigma[~legal].any()
+    _, legal, regrets = held(advantage)
+    assert legal.any(1).all() and not regrets[~legal].any()
+
+
+def test_the_same_generator_seed_gives_the_same_rows():
+    rows = []
+    for _ in range(2):
+        advantage, strategy = buffers()
+        ExternalSampling(walkers=16).traverse(
+            TINY,
+            0,
+            32,
+            1,
+            make_queue((regret_matching, regret_matching)),
+            advantage,
+            strategy,
+            torch.Generator().manual_seed(7),
+        )
+        rows.append(held(advantage) + held(strategy))
+    for a, b in zip(*rows, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_traversal_leaves_the_given_games_unchanged():
+    games = GameBatch.from_states(mixed_states())
+    before = games.clone()
+    ExternalSampling().traverse_games(
+        games,
+        0,
+        1,
+        make_queue((regret_matching, regret_matching)),
+        *buffers(),
+        torch.Generator().manual_seed(0),
+    )
+    assert torch.equal(games.turn, before.turn) and torch.equal(games.hands, before.hands)
+
+
+def test_a_frontier_beyond_max_frontier_is_refused():
+    classic = Rules.classic()
+    with pytest.raises(ConfigError, match="max_frontier"):
+        ExternalSampling(walkers=2, max_frontier=2000).traverse(
+            classic,
+            0,
+            2,
+            1,
+            make_queue((regret_matching, regret_matching), rules=classic),
+            *buffers(1000, rules=classic),
+            torch.Generator().manual_seed(0),
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"walkers": 0}, {"utility_scale": 0.0}, {"utility_scale": -1.0}]
+)
+def test_invalid_arguments_are_refused(kwargs):
+    with pytest.raises(ConfigError):
+        ExternalSampling(**kwargs)

@@ -1,0 +1,121 @@
+"""Checkpoints: a run killed with SIGKILL resumes from its last checkpoint as if never
+stopped; seeded runs repeat exactly; agents load from checkpoint files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from run_probes import BufferProbe
+
+from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arena import evaluate
+from lostcities_cfr.game import Rules
+from lostcities_cfr.training import DeepCFR
+from lostcities_cfr.training.checkpoint import load_agent
+from lostcities_cfr.training.cli import run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def assert_same_buffers(a: dict, b: dict) -> None:
+    for key in ("n_seen", "features", "legal", "targets", "iteration", "generator"):
+        for buffer_a, buffer_b in zip(
+            [*a["advantage_buffers"], a["strategy_buffer"]],
+            [*b["advantage_buffers"], b["strategy_buffer"]],
+            strict=True,
+        ):
+            assert torch.equal(torch.as_tensor(buffer_a[key]), torch.as_tensor(buffer_b[key])), key
+
+
+def training_state(model: DeepCFR) -> dict:
+    return {
+        "advantage_buffers": [b.state_dict() for b in model.advantage_buffers],
+        "strategy_buffer": model.strategy_buffer.state_dict(),
+        "weights": model.state_dict(),
+    }
+
+
+def assert_same_run(a: DeepCFR, b: DeepCFR) -> None:
+    state_a, state_b = training_state(a), training_state(b)
+    assert_same_buffers(state_a, state_b)
+    for name, tensor in state_a["weights"].items():
+        assert torch.equal(tensor, state_b["weights"][name]), name
+
+
+def test_two_runs_with_the_same_seed_are_identical(write_config):
+    first = run("fit", ["--config", str(write_config(name="first", max_epochs=2))]).model
+    second = run("fit", ["--config", str(write_config(name="second", max_epochs=2))]).model
+    assert_same_run(first, second)
+    other = run(
+        "fit", ["--config", str(write_config(name="other", max_epochs=2)), "--seed_everything", "8"]
+    ).model
+    assert not torch.equal(other.strategy_buffer.features, first.strategy_buffer.features)
+
+
+def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_config, tmp_path):
+    reference = run("fit", ["--config", str(write_config(name="reference", final_eval_games=0))])
+
+    config = write_config(name="killed", final_eval_games=0)
+    marker = tmp_path / "iteration-2-started"
+    stall = {
+        "class_path": "run_probes.StallAtIteration",
+        "init_args": {"iteration": 2, "marker": str(marker)},
+    }
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)])}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lostcities_cfr",
+            "fit",
+            "--config",
+            str(config),
+            f"--trainer.callbacks+={yaml.safe_dump(stall, default_flow_style=True).strip()}",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run never reached iteration 2"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    checkpoint = torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert checkpoint["deep_cfr"]["strategy_buffer"]["iteration"].max() == 1
+
+    resumed = run(
+        "fit",
+        [
+            "--config",
+            str(config),
+            "--ckpt_path",
+            "last",
+            "--trainer.callbacks+=run_probes.BufferProbe",
+        ],
+    )
+    probe = next(c for c in resumed.trainer.callbacks if isinstance(c, BufferProbe))
+    assert probe.iteration == 2
+    assert_same_buffers(probe.states, checkpoint["deep_cfr"])
+    # ... and from there on it runs as if it had never been stopped.
+    assert_same_run(resumed.model, reference.model)
+
+
+def test_agents_load_from_a_checkpoint_and_play(write_config, tmp_path):
+    run("fit", ["--config", str(write_config(name="agent", max_epochs=1, final_eval_games=0))])
+    path = tmp_path / "agent" / "checkpoints" / "last.ckpt"
+    for spec in (f"ckpt:{path}", f"ckpt:{path}:current", f"ckpt:{path}:greedy"):
+        agent = agent_from_spec(spec, seed=0)
+        result = evaluate(agent, agent_from_spec("random", seed=1), 20, rules=Rules.tiny())
+        assert result.games == 20
+    direct = load_agent(path, policy="current", greedy=True)
+    assert direct.name == "current"

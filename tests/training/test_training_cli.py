@@ -1,0 +1,80 @@
+"""``python -m lostcities_cfr fit|validate``: configs, overrides, fail-fast errors, a whole run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from lostcities_cfr.cli import main
+from lostcities_cfr.training import DeepCFR
+from lostcities_cfr.training.cli import build_cli, run
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+
+
+def test_print_config_shows_the_whole_experiment(write_config, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fit", "--config", str(write_config()), "--print_config"])
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out
+    for line in (
+        "rules: tiny",
+        "class_path: lostcities_cfr.cfr.external_sampling.ExternalSampling",
+        "traversals_per_player: 32",
+        "weight_exponent: 1.0",  # a default the config does not set
+        "save_last: true",
+    ):
+        assert line in printed
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
+def test_every_shipped_config_builds_its_model_and_trainer(config):
+    cli = build_cli(["--config", str(config)], run=False)
+    assert isinstance(cli.model, DeepCFR)
+    assert cli.trainer.max_epochs >= 1
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        (["--model.batch_size", "-1"], "batch_size"),
+        (["--model.rules", "classik"], "rules"),
+        (["--model.network", "512x9"], "network"),
+        (["--model.sampler", "lostcities_cfr.cfr.nowhere.Sampler"], "sampler"),
+        (["--model.traversals_per_player", "many"], "traversals_per_player"),
+        (["--model.exploitability_every", "1", "--model.rules", "classic"], "exploitability"),
+    ],
+)
+def test_a_bad_config_fails_before_any_work_naming_the_field(
+    write_config, tmp_path, capsys, override, field
+):
+    with pytest.raises(SystemExit) as exit_info:
+        run("fit", ["--config", str(write_config()), *override])
+    assert exit_info.value.code == 2
+    assert field in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # no logs, no checkpoints: nothing ran
+
+
+def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
+    write_config, tmp_path, capsys
+):
+    config = str(write_config(max_epochs=2, name="e2e"))
+    main(["fit", "--config", config, "--model.batch_size", "32"])
+    run_dir = tmp_path / "e2e"
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
+    assert "average vs random: 20 games" in capsys.readouterr().out  # the final evaluation
+
+    with open(next(run_dir.rglob("metrics.csv"))) as file:
+        rows = list(csv.DictReader(file))
+    logged = [row for row in rows if row.get("loss/advantage_p0")]
+    assert [float(row["iteration"]) for row in logged] == [1.0, 2.0]
+    assert float(rows[-1]["eval/average/random/win_rate"]) >= 0
+
+    main(["validate", "--config", config, "--ckpt_path", str(run_dir / "checkpoints/last.ckpt")])
+    assert "eval/average/random/win_rate" in capsys.readouterr().out
+
+    # Resuming in the same folder (config.yaml already there) continues with iteration 3.
+    cli = run("fit", ["--config", config, "--trainer.max_epochs", "3", "--ckpt_path", "last"])
+    assert cli.model.current_epoch == 3
