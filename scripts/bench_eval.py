@@ -7,9 +7,9 @@ evaluation seconds per iteration (``seconds / every``) and, given an iteration's
 wall-clock, the share it adds. The iteration's seconds come from ``--iteration-seconds``
 or from a run's ``metrics.csv`` (``--run RUN_DIR``: mean ``time/iteration_s`` minus
 ``time/eval_s``). The model is a fresh classic-rules 512x3 one unless ``--ckpt`` names a
-trained checkpoint; an untrained policy plays close to uniformly, draws from the discard
-piles more often than a trained one and so plays longer games: an upper bound on the cost.
-``--json`` prints the same figures for machines.
+checkpoint: the cost follows the length of the games, which the policies set (drawing from
+the discard piles prolongs a round), so time the model you train. ``--json`` prints the
+same figures for machines.
 
     python scripts/bench_eval.py [--games 100 1000] [--every 25 10 5]
         [--opponents random heuristic] [--iteration-seconds S | --run RUN_DIR]

@@ -59,7 +59,7 @@ def uniform(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
 HEADS = {"uniform": uniform, "regret": regret_matching}
 # Traversals per run (queue, local) for each preset: the 1024x6 forward costs ~4x more.
-SIZES = {"512x3": (128, 8), "1024x6": (32, 2)}
+SIZES = {"512x3": (128, 8), "1024x6": (64, 2)}
 
 
 def traversal_nodes_per_s(

@@ -8,9 +8,9 @@ LightningCLI's defaults:
 - W&B offline: the default logger is ``WandbLogger(offline=True)`` and ``WANDB_MODE``
   defaults to ``offline``, so nothing needs the network (``wandb sync`` uploads later).
 - One folder per run: ``trainer.default_root_dir`` (``runs/...``); checkpoints go to its
-  ``checkpoints/`` (a link, so ``fit --ckpt_path last`` finds them again), ``last.ckpt`` after
-  every iteration. The saved ``config.yaml`` is overwritten, so a run can be repeated or
-  resumed in the same folder.
+  ``checkpoints/`` (an argument link, so ``fit --ckpt_path last`` finds them again): the
+  latest iteration's after every iteration, and ``last.ckpt`` linking to it. The saved
+  ``config.yaml`` is overwritten, so a run can be repeated or resumed in the same folder.
 - ``seed_everything`` (0 by default) also seeds the model's own generators
   (``model.seed`` is linked to it).
 - ``threads``: torch's CPU threads. Small networks train fastest on one thread, and on a
@@ -75,8 +75,10 @@ class DeepCFRCLI(LightningCLI):
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         parser.set_defaults(
             {
-                "checkpoint.save_last": True,
-                "checkpoint.save_top_k": 0,  # last.ckpt only: reservoirs make checkpoints big
+                # One file, the latest iteration's, with last.ckpt a link to it: reservoirs make
+                # checkpoints big.
+                "checkpoint.save_top_k": 1,
+                "checkpoint.save_last": "link",
                 "checkpoint.every_n_epochs": 1,
                 "checkpoint.save_on_train_epoch_end": True,
             }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,8 @@ def records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
             position += left_in_block
             continue
         _, length, kind = CHUNK.unpack_from(data, position)
+        if position + CHUNK.size + length > len(data):
+            return  # a chunk still being written
         chunk = data[position + CHUNK.size : position + CHUNK.size + length]
         position += CHUNK.size + length
         if kind in (FULL, FIRST):
@@ -49,9 +52,17 @@ def records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
             yield record
 
 
-def run_file(save_dir: Path) -> Path:
-    """The one offline run's ``.wandb`` file below ``save_dir``."""
+def run_file(save_dir: Path, timeout: float = 60.0) -> Path:
+    """The one offline run's ``.wandb`` file below ``save_dir``, once it is complete.
+
+    ``wandb.finish()`` can return before W&B's service process has written the
+    file out, so this waits for the run's closing ``exit`` record.
+    """
     (path,) = save_dir.glob("wandb/offline-run-*/run-*.wandb")
+    deadline = time.monotonic() + timeout
+    while not any(r.WhichOneof("record_type") == "exit" for r in records(path)):
+        assert time.monotonic() < deadline, f"{path} has no exit record after {timeout} s"
+        time.sleep(0.1)
     return path
 
 

@@ -24,7 +24,7 @@ def test_print_config_shows_the_whole_experiment(write_config, capsys):
         "class_path: lostcities_cfr.cfr.external_sampling.ExternalSampling",
         "traversals_per_player: 32",
         "weight_exponent: 1.0",  # a default the config does not set
-        "save_last: true",
+        "save_last: link",
     ):
         assert line in printed
 
