@@ -15,12 +15,16 @@ workhorse) traverses fresh classic deals three ways:
 
 ``node/row cost`` is (network-only rows/s) / (queue nodes/s): what one traversal
 node costs relative to one network row at batch 1024 (1.0 would mean the engine
-and the bookkeeping are free). Figures are medians over ``--repeats``. The head is
-uniform by default, as in Deep CFR's first iteration (the network still runs in
-full): regret matching over untrained networks is nearly deterministic and loops
-(``docs/algorithms.md``), which would make the rounds unlike those of training.
-Traversals per run default to a size that takes about a minute per preset on two
-busy cores (``SIZES``); ``--traversals`` and ``--local-traversals`` override them.
+and the bookkeeping are free). Each repeat runs the three measurements back to
+back; figures are medians over ``--repeats``, ratios are medians of each
+repeat's ratio.
+
+The head is uniform by default, as in Deep CFR's first iteration (the network
+still runs in full): regret matching over untrained networks is nearly
+deterministic and loops (``docs/algorithms.md``), which would make the rounds
+unlike those of training. Traversals per run default to ``SIZES``, which keep the
+whole run near twelve minutes on one busy CPU thread; ``--traversals`` and
+``--local-traversals`` override them.
 
     python scripts/bench_traversal.py [--threads 2] [--json]
 """
@@ -141,31 +145,35 @@ def main() -> None:
         sizes = SIZES.get(preset, SIZES["1024x6"])
         n_queue = args.traversals or sizes[0]
         n_local = args.local_traversals or sizes[1]
-        runs = {"queue": [], "local": []}
+        # Each repeat measures all three back to back and the ratios are taken within a
+        # repeat: on a shared machine the speed of the same forward drifts over minutes.
+        runs = {"queue": [], "local": [], "network": [], "cost": [], "speedup": []}
         for repeat in range(args.repeats):
             for mode, n in (("queue", n_queue), ("local", n_local)):
                 queue = InferenceQueue(bucket_sizes=None, local=mode == "local")
                 runs[mode].append(
                     traversal_nodes_per_s(sampler, rules, nets, head, queue, n, seed=repeat)
                 )
-        ceiling = network_rows_per_s(nets, head, rules, args.batch, seconds=3.0)
+            runs["network"].append(network_rows_per_s(nets, head, rules, args.batch, 3.0))
+            queue_rate = runs["queue"][-1]["nodes_per_s"]
+            runs["cost"].append(runs["network"][-1] / queue_rate)
+            runs["speedup"].append(queue_rate / runs["local"][-1]["nodes_per_s"])
 
         median = {
             mode: {key: statistics.median(r[key] for r in rs) for key in rs[0]}
             for mode, rs in runs.items()
+            if mode in ("queue", "local")
         }
-        queue_rate = median["queue"]["nodes_per_s"]
-        local_rate = median["local"]["nodes_per_s"]
         results.append(
             {
                 "net": preset,
                 "traversals": n_queue,
                 "local_traversals": n_local,
-                "queue_nodes_per_s": queue_rate,
-                "local_nodes_per_s": local_rate,
-                "network_rows_per_s": ceiling,
-                "queue_over_local": queue_rate / local_rate,
-                "node_cost_over_row_cost": ceiling / queue_rate,
+                "queue_nodes_per_s": median["queue"]["nodes_per_s"],
+                "local_nodes_per_s": median["local"]["nodes_per_s"],
+                "network_rows_per_s": statistics.median(runs["network"]),
+                "queue_over_local": statistics.median(runs["speedup"]),
+                "node_cost_over_row_cost": statistics.median(runs["cost"]),
                 "queue_mean_batch": median["queue"]["mean_batch"],
                 "queue_network_share": median["queue"]["network_share"],
                 "local_network_share": median["local"]["network_share"],
