@@ -14,12 +14,12 @@ from importlib import import_module
 # command -> ("module", "function taking argv"), imported lazily.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "fit": (
-        "lostcities_cfr.training.cli",
+        "lostcities_cfr.fit_cli",
         "fit",
         "train a Deep CFR agent: fit --config configs/quickstart.yaml",
     ),
     "validate": (
-        "lostcities_cfr.training.cli",
+        "lostcities_cfr.fit_cli",
         "validate",
         "evaluate a checkpoint: validate --config CONFIG --ckpt_path PATH",
     ),

@@ -94,12 +94,14 @@ def current_strategies(
     player = games.current_player  # [B]
     if rows is None:
         rows = torch.arange(B, device=legal.device)
-    # One transposing copy of the batch-last features into the row-major rows a
-    # forward reads; gathering rows from it is then a plain row copy.
-    features = features.contiguous()
+    asks = [rows[player[rows] == p] for p in range(len(ADVANTAGE_NETWORKS))]  # [n_p] each
+    if any(0 < len(ask) < B for ask in asks):
+        # One transposing copy of the batch-last features into row-major rows, so that
+        # gathering rows is a plain row copy. A full batch skips it: the first Linear
+        # reads the transposed view as it is.
+        features = features.contiguous()
     parts = []
-    for p, name in enumerate(ADVANTAGE_NETWORKS):
-        ask = rows[player[rows] == p]  # [n_p]
+    for name, ask in zip(ADVANTAGE_NETWORKS, asks, strict=True):
         if len(ask) == B:
             parts.append((None, queue.submit(name, features, legal)))
         elif len(ask):

@@ -210,8 +210,8 @@ class InferenceQueue:
         device = parameter.device if parameter is not None else torch.device("cpu")
         dtype = parameter.dtype if parameter is not None else torch.float32
         pending, network.pending = network.pending, []
-        features = torch.cat([f.to(device, dtype) for f, _, _ in pending])  # [n, F]
-        legal = torch.cat([m.to(device) for _, m, _ in pending])  # [n, A]
+        features = _joined([f.to(device, dtype) for f, _, _ in pending])  # [n, F]
+        legal = _joined([m.to(device) for _, m, _ in pending])  # [n, A]
         forward = self._forward_fn(network)
         outputs = []
         for start, stop, size in self._chunks(features.shape[0]):
@@ -225,7 +225,7 @@ class InferenceQueue:
             self.calls += 1
             self.rows += stop - start
             self.padded_rows += pad
-        result = torch.cat(outputs) if len(outputs) > 1 else outputs[0]
+        result = _joined(outputs)
         for part, (_, _, ticket) in zip(
             result.split([t.n_rows for _, _, t in pending]), pending, strict=True
         ):
@@ -278,3 +278,13 @@ class InferenceQueue:
             "mean_batch": self.rows / self.calls if self.calls else 0.0,
             "policy_network_seconds": self.policy_network_seconds,
         }
+
+
+def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.cat`` along rows, without the copy when there is a single tensor.
+
+    The common step submits one block per network; its features are often a
+    transposed view of the engine's batch-last [F, B] tensor, which the first
+    Linear reads as it is (BLAS takes the transpose as a flag).
+    """
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)

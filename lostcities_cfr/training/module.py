@@ -37,8 +37,8 @@ from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
 from lostcities_cfr.arena import RULE_PRESETS, EvaluationResult, evaluate
+from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.exploitability import exploitability, game_tree, uniform_policy
-from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
@@ -68,8 +68,9 @@ class DeepCFR(pl.LightningModule):
         rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
         network: a preset name (``512x3``, ``1024x6``) or a :class:`NetworkConfig`; the
             shape of all three networks.
-        sampler: walks the games of the traversal epoch (``None``: :class:`ExternalSampling`
-            with its defaults).
+        sampler: walks the games of the traversal epoch (``None``: :class:`BudgetedSampling`
+            with its defaults, which suits any rules; ``ExternalSampling`` is exact on tiny
+            rules).
         traversals_per_player: games each player traverses per iteration, over all ranks.
         advantage_buffer_size: rows each player's advantage reservoir holds.
         strategy_buffer_size: rows the strategy reservoir holds.
@@ -123,10 +124,10 @@ class DeepCFR(pl.LightningModule):
         _check_arguments(self.hparams)
         self.rules = _resolve_rules(rules)
         self.network_config = _resolve_network(network)
-        self.sampler = ExternalSampling() if sampler is None else sampler
+        self.sampler = BudgetedSampling() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
-                f"DeepCFR sampler={sampler!r}; expected a Sampler such as ExternalSampling()"
+                f"DeepCFR sampler={sampler!r}; expected a Sampler such as BudgetedSampling()"
             )
         try:
             agent_from_spec(eval_opponent)
@@ -165,9 +166,9 @@ class DeepCFR(pl.LightningModule):
     @property
     def trains_strategy(self) -> bool:
         """Whether this iteration trains the strategy network."""
-        every = self.hparams.strategy_every
-        last = self.trainer.max_epochs is not None and self.iteration >= self.trainer.max_epochs
-        return self.iteration % every == 0 or last
+        last_iteration = self.trainer.max_epochs  # -1 or None: no last iteration
+        last = last_iteration is not None and self.iteration == last_iteration
+        return self.iteration % self.hparams.strategy_every == 0 or last
 
     def agent(
         self, policy: str = "average", greedy: bool = False, seed: int | None = None

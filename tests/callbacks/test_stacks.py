@@ -7,7 +7,7 @@ import pytest
 import yaml
 from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES
 
-from lostcities_cfr.training.cli import run
+from lostcities_cfr.fit_cli import run
 
 STACKS = Path(__file__).parents[2] / "callbacks"
 TINY = {

@@ -16,10 +16,10 @@ from run_probes import BufferProbe
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
+from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training.checkpoint import load_agent
-from lostcities_cfr.training.cli import run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from lostcities_cfr.cli import main
+from lostcities_cfr.fit_cli import build_cli, run
 from lostcities_cfr.training import DeepCFR
-from lostcities_cfr.training.cli import build_cli, run
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 
