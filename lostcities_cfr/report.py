@@ -147,17 +147,7 @@ def plot_exploitability(iterations: np.ndarray, metrics: dict[str, np.ndarray], 
     curves = [(n, x, y) for n, x, y in curves if len(x)]
     if not curves:
         return False
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, x, y in curves:
-        ax.plot(x, y, marker="o", markersize=3, label=name)
-    if all((y > 0).all() for _, _, y in curves):
-        ax.set_yscale("log")
-    ax.set_xlabel("CFR iteration")
-    ax.set_ylabel("exploitability")
-    ax.legend(fontsize="small")
-    _save(fig, out / "exploitability.png")
+    _plot_curves(curves, "exploitability", out / "exploitability.png")
     return True
 
 
@@ -167,18 +157,30 @@ def plot_losses(iterations: np.ndarray, metrics: dict[str, np.ndarray], out: Pat
     curves = [(n, x, y) for n, x, y in curves if n.startswith("loss/") and len(x)]
     if not curves:
         return False
+    labelled = [(n.removeprefix("loss/"), x, y) for n, x, y in curves]
+    _plot_curves(labelled, "training loss (last epoch)", out / "losses.png")
+    return True
+
+
+def _plot_curves(
+    curves: Sequence[tuple[str, np.ndarray, np.ndarray]], ylabel: str, path: Path
+) -> None:
+    """One panel of ``(label, iterations, values)`` lines against the CFR iteration.
+
+    The y-axis is logarithmic when every value is positive: losses and exploitability
+    shrink by orders of magnitude over a run, which a linear axis flattens.
+    """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, x, y in curves:
-        ax.plot(x, y, marker="o", markersize=3, label=name.removeprefix("loss/"))
+    for label, x, y in curves:
+        ax.plot(x, y, marker="o", markersize=3, label=label)
     if all((y > 0).all() for _, _, y in curves):
         ax.set_yscale("log")
     ax.set_xlabel("CFR iteration")
-    ax.set_ylabel("training loss (last epoch)")
+    ax.set_ylabel(ylabel)
     ax.legend(fontsize="small")
-    _save(fig, out / "losses.png")
-    return True
+    _save(fig, path)
 
 
 def phase_shares(metrics: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import TQDMProgressBar
+
+from lostcities_cfr.inference import InferenceQueue
 
 
 def _si(value: float) -> str:
@@ -23,9 +26,12 @@ class IterationProgressBar(TQDMProgressBar):
     Acts every iteration: at its start the one bar of the run is reset to the
     iteration's training steps and titled ``iteration t/T``; during the
     traversal epoch (``on_traversal_start`` to ``on_traversal_end``) its
-    postfix reads ``traversal...``, then the traversal's seconds, nodes/s and
-    mean inference batch; the training steps advance it; progress-bar metrics
-    follow in the postfix.
+    postfix shows the seconds so far and the network rows queried so far
+    (every decision node of a traversal asks the network once), redrawn every
+    ``traversal_refresh_s`` seconds by a background thread, since a traversal
+    epoch is one long call with no step to hook; then the traversal's seconds,
+    nodes/s and mean inference batch; the training steps advance it;
+    progress-bar metrics follow in the postfix.
 
     Where the output is not a terminal (CI, a file), a redrawn bar would
     flood the log: it then draws nothing and prints one line per iteration
@@ -37,13 +43,23 @@ class IterationProgressBar(TQDMProgressBar):
         leave: keep each iteration's finished bar on screen.
         lines: one line per iteration instead of a bar; None chooses lines
             when standard output is not a terminal.
+        traversal_refresh_s: seconds between redraws during a traversal epoch.
     """
 
-    def __init__(self, refresh_rate: int = 1, leave: bool = False, lines: bool | None = None):
+    def __init__(
+        self,
+        refresh_rate: int = 1,
+        leave: bool = False,
+        lines: bool | None = None,
+        traversal_refresh_s: float = 1.0,
+    ):
         super().__init__(refresh_rate=refresh_rate, leave=leave)
         self.lines = lines
+        self.traversal_refresh_s = traversal_refresh_s
         self._iteration_start = 0.0
         self._traversal: dict[str, str] = {}
+        self._traversal_done = threading.Event()
+        self._traversal_watch: threading.Thread | None = None
 
     @property
     def _lines(self) -> bool:
@@ -63,8 +79,32 @@ class IterationProgressBar(TQDMProgressBar):
 
     def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.train_progress_bar.set_postfix_str("traversal...")
+        if self._lines or not trainer.is_global_zero:
+            return
+        self._traversal_done.clear()
+        self._traversal_watch = threading.Thread(
+            target=self._watch_traversal, args=(pl_module.queue,), daemon=True
+        )
+        self._traversal_watch.start()
+
+    def _watch_traversal(self, queue: InferenceQueue) -> None:
+        """Redraw the postfix with the rows the queue has run so far, until the epoch ends.
+
+        Reads two counters that the traversal thread writes; a stale read only
+        shows a slightly older figure.
+        """
+        start = time.perf_counter()
+        while not self._traversal_done.wait(self.traversal_refresh_s):
+            seconds = time.perf_counter() - start
+            self.train_progress_bar.set_postfix_str(
+                f"traversal {seconds:.0f}s, {_si(queue.rows)} rows", refresh=True
+            )
 
     def on_traversal_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._traversal_watch is not None:
+            self._traversal_done.set()
+            self._traversal_watch.join()
+            self._traversal_watch = None
         metrics = pl_module.iteration_metrics
         self._traversal = {
             "traversal": f"{metrics.get('time/traversal_s', 0.0):.1f}s",

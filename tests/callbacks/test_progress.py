@@ -22,3 +22,11 @@ def test_bar_mode_titles_the_bar_by_iteration_and_shows_the_traversal(tmp_path, 
     assert bar.train_progress_bar.desc.startswith("iteration 2/2")
     assert set(bar._traversal) == {"traversal", "nodes/s", "batch"}
     assert "iteration 2/2" in capsys.readouterr().out
+
+
+def test_bar_mode_redraws_the_rows_run_so_far_during_the_traversal(tmp_path, capsys):
+    bar = IterationProgressBar(lines=False, traversal_refresh_s=0.001)
+    fit(tmp_path, [bar], max_epochs=1, enable_progress_bar=True)
+    drawn = re.findall(r"traversal \d+s, ([\d.]+k?) rows", capsys.readouterr().out)
+    assert drawn, "no live traversal postfix was drawn"
+    assert bar._traversal_watch is None  # the watcher stopped with the epoch

@@ -5,27 +5,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES
+from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES, tiny_cli_model
 
 from lostcities_cfr.fit_cli import run
 
 STACKS = Path(__file__).parents[2] / "callbacks"
 TINY = {
     "trainer": {"max_epochs": 2, "enable_model_summary": False},
-    "model": {
-        "rules": "tiny",
-        "network": {
-            "class_path": "lostcities_cfr.cfr.networks.NetworkConfig",
-            "init_args": {"width": 16, "depth": 1},
-        },
-        "traversals_per_player": 16,
-        "advantage_buffer_size": 2000,
-        "strategy_buffer_size": 2000,
-        "batch_size": 32,
-        "advantage_updates": 4,
-        "strategy_updates": 4,
-        "final_eval_games": 0,
-    },
+    "model": tiny_cli_model(),
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 import wandb
 import yaml
 from pytorch_lightning.cli import LightningCLI
-from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES
+from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES, tiny_cli_model
 from wandb_records import config, history, metric_definitions, run_file
 
 from lostcities_cfr.callbacks import SaveConfigToLoggers
@@ -33,20 +33,7 @@ RUN = {
             {"class_path": "lostcities_cfr.callbacks.PhaseTimer"},
         ],
     },
-    "model": {
-        "rules": "tiny",
-        "network": {
-            "class_path": "lostcities_cfr.cfr.networks.NetworkConfig",
-            "init_args": {"width": 16, "depth": 1},
-        },
-        "traversals_per_player": 16,
-        "advantage_buffer_size": 2000,
-        "strategy_buffer_size": 2000,
-        "batch_size": 32,
-        "advantage_updates": 4,
-        "strategy_updates": 4,
-        "final_eval_games": 0,
-    },
+    "model": tiny_cli_model(),
 }
 
 

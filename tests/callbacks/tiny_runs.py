@@ -31,6 +31,28 @@ DESIGN_METRICS = (
 EVAL_SUFFIXES = ("win_rate", "win_rate_ci_low", "win_rate_ci_high", "score_diff")
 
 
+def tiny_cli_model() -> dict:
+    """The ``model`` section of a LightningCLI config for a tiny run, a fresh copy per call.
+
+    Smaller than :func:`tiny_model`: runs through the CLI parse configs and start loggers
+    too, so their model is kept to seconds.
+    """
+    return {
+        "rules": "tiny",
+        "network": {
+            "class_path": "lostcities_cfr.cfr.networks.NetworkConfig",
+            "init_args": {"width": 16, "depth": 1},
+        },
+        "traversals_per_player": 16,
+        "advantage_buffer_size": 2000,
+        "strategy_buffer_size": 2000,
+        "batch_size": 32,
+        "advantage_updates": 4,
+        "strategy_updates": 4,
+        "final_eval_games": 0,
+    }
+
+
 def tiny_model(**overrides) -> DeepCFR:
     arguments = {
         "rules": "tiny",

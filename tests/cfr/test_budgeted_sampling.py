@@ -1,30 +1,20 @@
 import pytest
 import torch
-from traversal_reference import (
-    TINY,
-    ExactTree,
-    advance,
-    assert_unbiased,
-    buffers,
-    held,
-    make_queue,
-    repeated,
-    rows_at,
-    uniform_head,
+from sampler_runs import (
+    BRANCHING_ROOT,
+    MIXED_HEADS,
+    assert_unbiased_where_sampled,
+    run_from,
+    second_decisions,
 )
+from traversal_reference import TINY, buffers, held, make_queue, rows_at, uniform_head
 
-from lostcities_cfr.cfr import regret_matching
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
 
-HEADS = (regret_matching, regret_matching)
-# Player 0 to move with one deck card left and a discard pile to draw from: both of its
-# next decisions have choices.
-ROOT = advance(TINY, seed=82, decisions=4)
 
-
-def traverse(sampler, n=300, heads=HEADS, rules=TINY, seed=0):
+def traverse(sampler, n=300, heads=MIXED_HEADS, rules=TINY, seed=0):
     queue = make_queue(heads, rules=rules)
     advantage, strategy = buffers(rules=rules)
     stats = sampler.traverse(
@@ -38,26 +28,10 @@ def test_playout_regrets_are_unbiased_for_the_node_regrets():
     # decision the exploring trajectory reaches carry rows whose mean is v(h, a) - v(h).
     n = 4000
     sampler = BudgetedSampling(exploration=0.5, branch_prob=1.0, max_branches=8)
-    advantage, strategy = buffers()
-    sampler.traverse_games(
-        repeated(ROOT, n),
-        0,
-        1,
-        make_queue(HEADS),
-        advantage,
-        strategy,
-        torch.Generator().manual_seed(0),
-    )
-    exact = ExactTree(make_queue(HEADS), 0)
-    _, _, samples = rows_at(advantage, ROOT)
+    _, advantage, _, _ = run_from(sampler, BRANCHING_ROOT, n)
+    _, _, samples = rows_at(advantage, BRANCHING_ROOT)
     assert len(samples) == n
-    assert_unbiased(samples, exact.regrets(ROOT))
-    for action in ROOT.legal_actions():
-        state = ROOT.clone()
-        state.apply(action)
-        _, _, samples = rows_at(advantage, state)
-        if len(samples) > 300:
-            assert_unbiased(samples, exact.regrets(state))
+    assert_unbiased_where_sampled(advantage, [BRANCHING_ROOT, *second_decisions(BRANCHING_ROOT)])
 
 
 @pytest.mark.parametrize("branch_prob", [0.3, 1.0])

@@ -1,15 +1,14 @@
 import pytest
 import torch
+from sampler_runs import MIXED_HEADS, assert_unbiased_where_sampled, run_from
 from traversal_reference import (
     TINY,
     ExactTree,
     advance,
     argmax_head,
-    assert_unbiased,
     buffers,
     held,
     make_queue,
-    repeated,
     rows_at,
 )
 
@@ -77,7 +76,7 @@ def test_rows_equal_the_exact_regrets_and_strategies_of_a_recursive_reference(tr
 
 
 def test_each_step_submits_once_per_network_and_flushes_once():
-    queue = make_queue((regret_matching, regret_matching))
+    queue = make_queue(MIXED_HEADS)
     ExternalSampling().traverse_games(
         GameBatch.from_states(mixed_states()),
         0,
@@ -93,19 +92,14 @@ def test_each_step_submits_once_per_network_and_flushes_once():
 
 def test_expected_root_regrets_over_opponent_samples_equal_the_exact_ones():
     root = advance(TINY, seed=5, decisions=0)
-    queue = make_queue((regret_matching, regret_matching))
-    advantage, strategy = buffers()
-    ExternalSampling().traverse_games(
-        repeated(root, 3000), 0, 1, queue, advantage, strategy, torch.Generator().manual_seed(0)
-    )
+    _, advantage, _, _ = run_from(ExternalSampling(), root, 3000)
     _, _, samples = rows_at(advantage, root)
     assert len(samples) == 3000
-    expected = ExactTree(make_queue((regret_matching, regret_matching)), 0).regrets(root)
-    assert_unbiased(samples, expected)
+    assert_unbiased_where_sampled(advantage, [root])
 
 
 def test_traverse_deals_games_and_its_rows_are_well_formed():
-    queue = make_queue((regret_matching, regret_matching))
+    queue = make_queue(MIXED_HEADS)
     advantage, strategy = buffers()
     sampler = ExternalSampling(walkers=40)
     stats = sampler.traverse(
@@ -131,7 +125,7 @@ def test_the_same_generator_seed_gives_the_same_rows():
             0,
             32,
             1,
-            make_queue((regret_matching, regret_matching)),
+            make_queue(MIXED_HEADS),
             advantage,
             strategy,
             torch.Generator().manual_seed(7),
@@ -148,7 +142,7 @@ def test_traversal_leaves_the_given_games_unchanged():
         games,
         0,
         1,
-        make_queue((regret_matching, regret_matching)),
+        make_queue(MIXED_HEADS),
         *buffers(),
         torch.Generator().manual_seed(0),
     )
@@ -163,7 +157,7 @@ def test_a_frontier_beyond_max_frontier_is_refused():
             0,
             2,
             1,
-            make_queue((regret_matching, regret_matching), rules=classic),
+            make_queue(MIXED_HEADS, rules=classic),
             *buffers(1000, rules=classic),
             torch.Generator().manual_seed(0),
         )

@@ -1,5 +1,12 @@
 import pytest
 import torch
+from sampler_runs import (
+    BRANCHING_ROOT,
+    MIXED_HEADS,
+    assert_unbiased_where_sampled,
+    run_from,
+    second_decisions,
+)
 from traversal_reference import (
     TINY,
     ExactTree,
@@ -8,49 +15,30 @@ from traversal_reference import (
     buffers,
     held,
     make_queue,
-    repeated,
     rows_at,
 )
 
-from lostcities_cfr.cfr import regret_matching
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
 
-HEADS = (regret_matching, regret_matching)  # mixed strategies for both players
 N = 20_000
-# Player 0 to move with one deck card left and a discard pile to draw from: each of its
-# card actions leads to a draw decision with two choices, so importance weights matter.
-ROOT = advance(TINY, seed=82, decisions=4)
 
 
-def run(sampler: OutcomeSampling, root, n: int = N, seed: int = 0):
-    queue = make_queue(HEADS)
-    advantage, strategy = buffers(10 * n)
-    stats = sampler.traverse_games(
-        repeated(root, n), 0, 1, queue, advantage, strategy, torch.Generator().manual_seed(seed)
-    )
-    return stats, advantage, strategy, queue
-
-
-def second_decisions(root):
-    """The traverser's draw decisions after each of its first (card) actions."""
-    for action in root.legal_actions():
-        state = root.clone()
-        state.apply(action)
-        yield state
+def run(sampler: OutcomeSampling, root, n: int = N):
+    """:func:`run_from` with room for ten rows per traversal (outcome sampling writes a
+    row at every node of its one trajectory)."""
+    return run_from(sampler, root, n, capacity=10 * n)
 
 
 @pytest.mark.parametrize("exploration", [0.2, 0.6])
 def test_sampled_regrets_are_unbiased_for_the_node_regrets(exploration):
     # E[target | node] = v(h, a) - v(h) at every node: checked at the root and at each
     # of the traverser's second decisions (each reached with probability q(a0)).
-    _, advantage, _, _ = run(OutcomeSampling(exploration=exploration, target_clip=None), ROOT)
-    exact = ExactTree(make_queue(HEADS), 0)
-    for state in [ROOT, *second_decisions(ROOT)]:
-        _, _, samples = rows_at(advantage, state)
-        if len(samples) > 300:  # nodes the strategy reaches often enough to test
-            assert_unbiased(samples, exact.regrets(state))
+    _, advantage, _, _ = run(
+        OutcomeSampling(exploration=exploration, target_clip=None), BRANCHING_ROOT
+    )
+    assert_unbiased_where_sampled(advantage, [BRANCHING_ROOT, *second_decisions(BRANCHING_ROOT)])
 
 
 def test_reach_weighted_regrets_sum_to_the_counterfactual_regrets():
@@ -58,9 +46,9 @@ def test_reach_weighted_regrets_sum_to_the_counterfactual_regrets():
     # a node's rows estimate its counterfactual regret (here the opponent has not moved
     # yet, so that is v(h, a) - v(h) itself), however rarely the node is sampled.
     sampler = OutcomeSampling(exploration=0.6, reach_weighted=True, target_clip=None)
-    _, advantage, _, _ = run(sampler, ROOT)
-    exact = ExactTree(make_queue(HEADS), 0)
-    for state in second_decisions(ROOT):
+    _, advantage, _, _ = run(sampler, BRANCHING_ROOT)
+    exact = ExactTree(make_queue(MIXED_HEADS), 0)
+    for state in second_decisions(BRANCHING_ROOT):
         _, _, samples = rows_at(advantage, state)
         padded = torch.cat([samples, torch.zeros(N - len(samples), TINY.n_actions)])
         assert_unbiased(padded, exact.regrets(state))
@@ -81,7 +69,7 @@ def test_every_node_gives_one_row_and_opponent_strategies_go_to_the_strategy_buf
 
 
 def test_targets_are_clipped_to_target_clip():
-    _, advantage, _, _ = run(OutcomeSampling(target_clip=0.5), ROOT, n=500)
+    _, advantage, _, _ = run(OutcomeSampling(target_clip=0.5), BRANCHING_ROOT, n=500)
     _, _, regrets = held(advantage)
     assert regrets.abs().max() == 0.5
 
@@ -98,7 +86,7 @@ def test_huge_weights_of_long_rounds_stay_finite_and_clipped():
     # Reach weighting over a full-size round divides by a product of ~100 sampling
     # probabilities: weights far beyond float32, which must come out clipped, not inf.
     rules = Rules(max_turns=200)
-    queue = make_queue(HEADS, rules=rules)
+    queue = make_queue(MIXED_HEADS, rules=rules)
     advantage, strategy = buffers(rules=rules)
     sampler = OutcomeSampling(walkers=8, reach_weighted=True, target_clip=1e4)
     sampler.traverse(rules, 0, 8, 1, queue, advantage, strategy, torch.Generator().manual_seed(0))
