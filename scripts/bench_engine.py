@@ -2,8 +2,10 @@
 
 Prints actions/s of the reference engine (one game, Python) and of the batched
 engine at several batch sizes and torch thread counts, each the median of
-``--repeats`` runs in this one process, with the batched/reference ratio, and
-the cost of ``encode()`` per row. ``--json`` prints the same figures for machines.
+``--repeats`` runs in this one process, with the batched/reference ratio; the
+split of one random-play step between ``legal_mask``, ``random_legal_actions``
+and ``step`` at the largest batch on one thread; and the cost of ``encode()``
+per row at each thread count. ``--json`` prints the same figures for machines.
 
     python scripts/bench_engine.py [--repeats 5] [--json]
 """
@@ -48,6 +50,24 @@ def batched_actions_per_s(rules: Rules, batch_size: int, seed: int) -> float:
     return batch_size * STEPS / elapsed
 
 
+def part_ms(rules: Rules, batch_size: int, seed: int) -> dict[str, float]:
+    """Milliseconds per call of each part of the random-play loop, timed inside the loop."""
+    games = GameBatch.new(rules, batch_size, seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    total = {"legal_mask": 0.0, "random_legal_actions": 0.0, "step": 0.0}
+    for _ in range(STEPS):
+        start = time.perf_counter()
+        legal = games.legal_mask()
+        masked = time.perf_counter()
+        actions = random_legal_actions(legal, generator)
+        drawn = time.perf_counter()
+        games.step(actions, check=False)
+        total["legal_mask"] += masked - start
+        total["random_legal_actions"] += drawn - masked
+        total["step"] += time.perf_counter() - drawn
+    return {name: seconds / STEPS * 1e3 for name, seconds in total.items()}
+
+
 def encode_us_per_row(rules: Rules, batch_size: int, seed: int) -> float:
     games = GameBatch.new(rules, batch_size, seed=seed)
     generator = torch.Generator().manual_seed(seed)
@@ -88,14 +108,22 @@ def main() -> None:
                     "vs_reference": rate / reference,
                 }
             )
-    torch.set_num_threads(max(args.threads))
-    encode_us = statistics.median(
-        encode_us_per_row(rules, 1024, seed) for seed in range(args.repeats)
-    )
+    torch.set_num_threads(1)
+    largest = max(args.sizes)
+    runs = [part_ms(rules, largest, seed) for seed in range(args.repeats)]
+    parts = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+    encode_by_threads = {}
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        encode_by_threads[threads] = statistics.median(
+            encode_us_per_row(rules, 1024, seed) for seed in range(args.repeats)
+        )
     result = {
         "reference_actions_per_s": reference,
         "batched": rows,
-        "encode_us_per_row_b1024": encode_us,
+        "encode_us_per_row_b1024": encode_by_threads[max(args.threads)],
+        "encode_us_per_row_b1024_by_threads": encode_by_threads,
+        "part_ms_1_thread": {"batch": largest, **parts},
         "repeats": args.repeats,
     }
     if args.json:
@@ -108,7 +136,12 @@ def main() -> None:
             f"{row['threads']:>7} {row['batch']:>6} {row['actions_per_s']:>14,.0f} "
             f"{row['vs_reference']:>12.1f}"
         )
-    print(f"encode(): {encode_us:.3f} us per row at B=1024, {max(args.threads)} threads")
+    print(
+        f"one step at B={largest}, 1 thread: "
+        + ", ".join(f"{name} {ms:.3f} ms" for name, ms in parts.items())
+    )
+    for threads, us in encode_by_threads.items():
+        print(f"encode(): {us:.3f} us per row at B=1024, {threads} threads")
 
 
 if __name__ == "__main__":

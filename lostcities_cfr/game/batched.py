@@ -16,7 +16,8 @@ feature, which CPU vector units and GPU warps both like, and reductions over
 cards or actions become sums of whole rows. Measured on 2 cores, reductions
 and broadcasts along a short last axis were 10-30 times slower than the same
 work batch-last (``docs/performance.md``). The public properties give the
-natural batch-first views (``hands`` is ``[B, 2, T]``) without copying.
+natural batch-first views (``hands`` is ``[B, 2, T]``) without copying
+(``pile_len`` excepted: int64 outside, int8 inside).
 
 State (``T`` card types, ``C`` colours, ``L`` pile capacity, ``N`` deck size),
 as stored / as the batch-first property shows it:
@@ -24,10 +25,11 @@ as stored / as the batch-first property shows it:
 =================  ==========================  ================================================
 ``hands``          int8 [2, T, B] / [B, 2, T]  copies of each type in each player's hand
 ``expeditions``    int8 [2, T, B] / [B, 2, T]  copies of each type in each player's expeditions
-``piles``          int8 [C, L, B] / [B, C, L]  rank index in each pile slot, bottom first
-``pile_len``       int64 [C, B] / [B, C]       cards in each discard pile
+``piles``          int8 [C, L, B] / [B, C, L]  rank index in each pile slot, bottom first; 0 above
+``pile_len``       int8 [C, B] / int64 [B, C]  cards in each discard pile (the property: a copy)
 ``deck``           int8 [N, B] / [B, N]        the shuffle in draw order; slot ``deck_pos`` is next
 ``known``          int8 [2, T, B] / [B, 2, T]  public copies in each hand (taken from a pile)
+``_top``           int8 [2, C, B]              highest rank index in each expedition (0: none)
 ``deck_pos``       int64 [B]                   position of the next deck card (``N``: empty)
 ``turn``           int64 [B]                   half-turns (decisions) played
 ``discarded``      int64 [B]                   colour discarded this turn, -1 if none
@@ -35,15 +37,26 @@ as stored / as the batch-first property shows it:
 =================  ==========================  ================================================
 
 int8 keeps the per-type counts (at most ``n_wagers``) compact so that large
-batches of forked games stay cheap to copy; indices are int64 because torch
-indexes with int64.
+batches of forked games stay cheap to copy; the flat attributes are int64, the
+dtype torch indexes with. ``_top`` is derived from ``expeditions`` and kept so
+that :meth:`GameBatch.legal_mask` need not search the expeditions.
+
+**What makes it fast on CPU** (measured on 2 cores, one torch thread, B = 8192,
+with another job on the second core, so that most state lives outside the
+caches): few calls over [T, B] or [A, B] tensors, no per-call Python scalars in
+int8 arithmetic (a 0-d tensor operand keeps the vectorised path), no int8
+comparisons or ``torch.where`` against a broadcast or a scalar (only same-shape
+comparisons are vectorised; ``logical_not`` of a difference is), and updates as
+one flat ``index_select`` / ``index_add_`` per tensor, in which games that an
+action leaves alone address their own column of row 0 (in cache) rather than a
+random row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import torch
 
@@ -57,17 +70,51 @@ from lostcities_cfr.game.rules import Rules
 class _Tables:
     """Constant lookup tensors of one rules variant on one device (batch-last shapes)."""
 
-    play_key: torch.Tensor  # [T, 1] int8: 1 for a wager, 2r for rank index r
+    play_key: torch.Tensor  # [C, R + 1, 1] int8: 1 for a wager, 2r for rank index r
     face: torch.Tensor  # [R + 1, 1] int64 face value per rank index
     rank_index: torch.Tensor  # [R + 1, 1] int8
-    copies: torch.Tensor  # [T, 1] float32
-    colors: torch.Tensor  # [C, 1] int64
-    color_base: torch.Tensor  # [C, 1, 1] int64: type id of each colour's wager
+    rank_ids: torch.Tensor  # [R + 1] int8: 1..R+1, a rank index plus one as pile_sequence holds it
+    slots: torch.Tensor  # [L + 1, 1] int8: 0..L
+    copies: torch.Tensor  # [T, 1] int8
+    colors: torch.Tensor  # [C, 1] int8
+    discard_ids: torch.Tensor  # [C + 1, 1] int8: 0..C-1 then -1 ("no discard"), as in the features
+    phases: torch.Tensor  # [2, 1] int8: 0, 1
+    # [] int8 operands: a Python scalar in int8 arithmetic takes a slower (unvectorised) path
+    zero: torch.Tensor
+    one: torch.Tensor
     full_deck: torch.Tensor  # [N] int8, sorted
-    action_kind: torch.Tensor  # [A] int64: 0 play, 1 discard, 2 draw deck, 3 draw pile
-    action_color: torch.Tensor  # [A] int64: colour of the card or pile (0 for the deck)
-    action_type: torch.Tensor  # [A] int64: card type played or discarded (0 for draws)
-    action_rank: torch.Tensor  # [A] int8: rank index of that card
+    # Per action lookups (integer division is not vectorised on CPU), with one more entry,
+    # action A, that does nothing: step gives it to finished games. The eight int8 effects of
+    # _ACTION8 are packed into one int64, so that a batch decodes with one index_select
+    # (along dim 0: index_select along dim 1 of an [8, A] table was 20 times slower).
+    action_effects: torch.Tensor  # [A + 1] int64
+    action_discarded: torch.Tensor  # [A + 1] int64: the colour a discard leaves, -1 otherwise
+
+
+# the int8 fields of _Tables.action_effects: what one action does (all 0 for the no-op)
+_ACTION8 = (
+    "play",  # 1 for play(t)
+    "deck",  # 1 for the deck draw
+    "pile",  # 1 for a pile draw
+    "pile_len",  # change of the pile's length: +1 discard, -1 pile draw
+    "hand",  # change of the player's hand at the card taken or given: -1 play/discard, +1 draw
+    "card",  # 1 for play or discard
+    "play_rank",  # rank index of the card played, 0 otherwise
+    "discard_rank",  # rank index of the card discarded, 0 otherwise
+)
+
+
+def _action_kinds(rules: Rules) -> list[tuple[int, int, int]]:
+    """(kind, colour, type) of actions 0..A: kind 0 play, 1 discard, 2 deck, 3 pile, 4 none."""
+    T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
+    cards = [(t // R1, t) for t in range(T)]
+    return [
+        *((0, c, t) for c, t in cards),
+        *((1, c, t) for c, t in cards),
+        (2, 0, 0),
+        *((3, c, c * R1) for c in range(C)),  # a pile draw's type: its colour's wager + the top
+        (4, 0, 0),
+    ]
 
 
 @cache
@@ -78,25 +125,85 @@ def _tables(rules: Rules, device: torch.device) -> _Tables:
     # the expedition (0: empty or wagers only): a number card must beat the top, a wager
     # (key 1) needs top == 0. One comparison instead of two.
     play_key = torch.where(ranks == 0, 1, 2 * ranks).to(torch.int8)
-    kinds = [0] * T + [1] * T + [2] + [3] * C
-    colors = [t // R1 for t in range(T)] * 2 + [0] + list(range(C))
-    card_types = torch.tensor([*range(T), *range(T)] + [0] * (C + 1), device=device)
+    actions = _action_kinds(rules)
+    fields = {
+        "play": [k == 0 for k, _, _ in actions],
+        "deck": [k == 2 for k, _, _ in actions],
+        "pile": [k == 3 for k, _, _ in actions],
+        "pile_len": [(k == 1) - (k == 3) for k, _, _ in actions],
+        "hand": [-1 if k < 2 else int(k < 4) for k, _, _ in actions],
+        "card": [k < 2 for k, _, _ in actions],
+        "play_rank": [t % R1 if k == 0 else 0 for k, _, t in actions],
+        "discard_rank": [t % R1 if k == 1 else 0 for k, _, t in actions],
+    }
+
+    def i8(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.int8, device=device)
+
+    effects = i8([[int(v) for v in fields[name]] for name in _ACTION8])  # [8, A + 1]
     return _Tables(
-        play_key=play_key.view(T, 1),
+        play_key=play_key.view(C, R1, 1),
         face=torch.tensor([rules.face_value(r) for r in range(R1)], device=device).view(R1, 1),
         rank_index=torch.arange(R1, device=device, dtype=torch.int8).view(R1, 1),
-        copies=torch.tensor([float(rules.copies(t)) for t in range(T)], device=device).view(T, 1),
-        colors=torch.arange(C, device=device).view(C, 1),
-        color_base=(torch.arange(C, device=device) * R1).view(C, 1, 1),
+        rank_ids=torch.arange(1, R1 + 1, device=device, dtype=torch.int8),
+        slots=torch.arange(rules.pile_capacity + 1, device=device, dtype=torch.int8).view(-1, 1),
+        copies=i8([rules.copies(t) for t in range(T)]).view(T, 1),
+        colors=torch.arange(C, device=device, dtype=torch.int8).view(C, 1),
+        discard_ids=i8([*range(C), -1]).view(C + 1, 1),
+        phases=i8([0, 1]).view(2, 1),
+        zero=torch.zeros((), dtype=torch.int8, device=device),
+        one=torch.ones((), dtype=torch.int8, device=device),
         full_deck=torch.tensor(rules.full_deck(), dtype=torch.int8, device=device),
-        action_kind=torch.tensor(kinds, device=device),
-        action_color=torch.tensor(colors, device=device),
-        action_type=card_types,
-        action_rank=(card_types % R1).to(torch.int8),
+        action_effects=effects.t().contiguous().view(torch.int64).view(-1),
+        action_discarded=torch.tensor([c if k == 1 else -1 for k, c, _ in actions], device=device),
     )
 
 
-_STATE = ("_hands", "_expeditions", "_piles", "_pile_len", "_deck", "_known")
+_feature_blocks = cache(feature_blocks)
+
+
+@dataclass(frozen=True)
+class _Offsets:
+    """Flat-index constants of one batch size: ``row * B + game`` addresses batch-last state.
+
+    int32 (half the bytes of int64, and index_select / index_add_ take it) unless a flat
+    index could overflow it.
+    """
+
+    games: torch.Tensor  # [B]: 0..B-1
+    games64: torch.Tensor  # [B] int64 (scatter_reduce_ takes no other index dtype)
+    # ``row * B`` of the row an action touches (0 where it touches none), by action ([A + 1])
+    pile_row: torch.Tensor  # discard, pile draw: the colour (into [C, B])
+    slot_row: torch.Tensor  # discard, pile draw: slot 0 of the colour's pile (into [C, L, B])
+    # ... and by ``turn % 4 * (A + 1) + action`` ([4 * (A + 1)]), where the player matters:
+    hand_row: torch.Tensor  # play, discard: the card; pile draw: the colour's wager ([2, T, B])
+    play_row: torch.Tensor  # int64; play: the colour's expedition (into [2, C, B])
+    deck_row: torch.Tensor  # [N + 1]: deck slot * B, by ``deck_pos``
+
+
+@lru_cache(maxsize=16)
+def _offsets(rules: Rules, device: torch.device, B: int) -> _Offsets:
+    T, C, L, N = rules.n_types, rules.n_colors, rules.pile_capacity, rules.deck_size
+    dtype = torch.int32 if max(2 * T, C * L, N) * B < 2**31 else torch.int64
+    actions = _action_kinds(rules)
+
+    def rows(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=dtype, device=device) * B
+
+    games = torch.arange(B, device=device)
+    players = (0, 0, 1, 1)  # the player to move by turn % 4
+    return _Offsets(
+        games=games.to(dtype),
+        games64=games,
+        pile_row=rows([c if k in (1, 3) else 0 for k, c, _ in actions]),
+        slot_row=rows([c * L if k in (1, 3) else 0 for k, c, _ in actions]),
+        hand_row=rows([p * T + t for p in players for _, _, t in actions]),
+        play_row=rows([(p * C + c) * (k == 0) for p in players for k, c, _ in actions]).long(),
+        deck_row=rows(list(range(N + 1))),
+    )
+
+
+_STATE = ("_hands", "_expeditions", "_piles", "_pile_len", "_deck", "_known", "_top")
 _FLAT = ("deck_pos", "turn", "discarded", "done")
 
 
@@ -104,11 +211,18 @@ class GameBatch:
     """B games in lockstep. Build with :meth:`new` or :meth:`from_states`."""
 
     def __init__(self, rules: Rules, **state: torch.Tensor) -> None:
-        """Low-level: the batch-last tensors named in the module docstring (with ``_``)."""
-        missing = set(_STATE + _FLAT) - set(state)
+        """Low-level: the batch-last tensors named in the module docstring (with ``_``).
+
+        ``_top`` is derived from ``_expeditions`` when not given, and an int64
+        ``_pile_len`` (the dtype before it became int8) is converted.
+        """
+        missing = set(_STATE + _FLAT) - set(state) - {"_top"}
         if missing:
             raise ValueError(f"GameBatch needs state tensors {sorted(missing)}")
         self.rules = rules
+        state = {**state, "_pile_len": state["_pile_len"].to(torch.int8)}
+        if "_top" not in state:
+            state["_top"] = _top_ranks(rules, state["_expeditions"])
         for name in _STATE + _FLAT:
             setattr(self, name, state[name])
 
@@ -153,9 +267,10 @@ class GameBatch:
             "_hands": z(2, T, B),
             "_expeditions": z(2, T, B),
             "_piles": z(C, L, B),
-            "_pile_len": z(C, B, dtype=torch.int64),
+            "_pile_len": z(C, B),
             "_deck": z(N, B),
             "_known": z(2, T, B),
+            "_top": z(2, C, B),
             "deck_pos": z(B, dtype=torch.int64),
             "turn": z(B, dtype=torch.int64),
             "discarded": torch.full((B,), -1, dtype=torch.int64, device=device),
@@ -191,6 +306,7 @@ class GameBatch:
             z["turn"][b] = s.turn
             z["discarded"][b] = -1 if s.discarded_color is None else s.discarded_color
             z["done"][b] = s.is_terminal
+        z["_top"] = _top_ranks(rules, z["_expeditions"])
         return cls(rules, **{k: v.to(device) for k, v in z.items()})
 
     def to_states(self) -> list[GameState]:
@@ -240,8 +356,8 @@ class GameBatch:
 
     @property
     def pile_len(self) -> torch.Tensor:
-        """[B, C] int64 view."""
-        return self._pile_len.t()
+        """[B, C] int64: a copy (stored as int8, which the rules read and write faster)."""
+        return self._pile_len.t().long()
 
     @property
     def deck(self) -> torch.Tensor:
@@ -333,24 +449,33 @@ class GameBatch:
 
         The result is a transposed view of a contiguous [A, B] tensor (batch-last,
         like the state); index it as [B, A] as usual. Built from 0/1 int8
-        arithmetic rather than comparisons, which torch does not vectorise for int8.
+        arithmetic rather than comparisons, which torch vectorises for int8 only
+        between two tensors of the same shape (not with a broadcast or a scalar).
         """
         rules, B = self.rules, self.batch_size
         T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
         tables = _tables(rules, self.device)
-        player = self.current_player
-        held = self.of_player(self._hands, player).clamp_max(1)  # [T, B] 0/1
-        own = self.of_player(self._expeditions, player).clamp_max(1).view(C, R1, B)
-        top = (own * tables.rank_index).amax(dim=1)  # [C, B] highest rank index per colour
-        playable = (tables.play_key - 2 * top.repeat_interleave(R1, dim=0)).clamp(0, 1)
-        card_turn = (~self.done & (self.turn % 2 == 0)).to(torch.int8)  # [B]
-        draw_turn = (~self.done & (self.turn % 2 == 1)).to(torch.int8)
-        pile_ok = (self._pile_len > 0) & (tables.colors != self.discarded)  # [C, B]
+        bits = (self.turn & 3).to(torch.int8)  # [B] bit 0: phase, bit 1: player
+        active = (~self.done).view(torch.int8)
+        draw_turn = (bits & tables.one) * active  # [B] 0/1
+        card_turn = active - draw_turn
+        player = bits >> tables.one
         mask = torch.empty(rules.n_actions, B, dtype=torch.int8, device=self.device)
-        torch.mul(held, card_turn, out=mask[T : 2 * T])
-        torch.mul(mask[T : 2 * T], playable, out=mask[:T])
+        discard = mask[T : 2 * T]
+        # held (copies clipped to 1) on a card turn: one player's hand weighted by card_turn
+        held_1 = player * card_turn  # [B] weight of player 1's hand
+        torch.mul(self._hands[0], card_turn - held_1, out=discard)
+        discard.addcmul_(self._hands[1], held_1).clamp_(max=1)
+        top = torch.addcmul(self._top[0], self._top[1] - self._top[0], player)  # [C, B]
+        play = mask[:T]
+        torch.sub(tables.play_key, (top + top).view(C, 1, B), out=play.view(C, R1, B))
+        torch.clamp(play, min=tables.zero, max=discard, out=play)  # playable and discardable
         mask[2 * T] = draw_turn
-        torch.mul(pile_ok.to(torch.int8), draw_turn, out=mask[2 * T + 1 :])
+        # a pile is drawable when it is not empty and was not discarded to this turn
+        not_discarded = (tables.colors - self.discarded.to(torch.int8)).bool()  # [C, B]
+        piles = mask[2 * T + 1 :]
+        torch.mul(not_discarded, draw_turn, out=piles)
+        torch.clamp(self._pile_len, max=piles, out=piles)
         return mask.view(torch.bool).t()
 
     def step(self, actions: torch.Tensor, check: bool = True) -> None:
@@ -363,57 +488,64 @@ class GameBatch:
         ``check=False`` to skip the test (and its device sync).
         """
         rules, B = self.rules, self.batch_size
-        T, R1, L = rules.n_types, rules.n_ranks + 1, rules.pile_capacity
+        N = rules.deck_size
         actions = torch.as_tensor(actions, device=self.device).long()
         if actions.shape != (B,):
             raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
         if check:
             self._check(actions)
         tables = _tables(rules, self.device)
-        games = torch.arange(B, device=self.device)
-        player = self.current_player
+        offsets = _offsets(rules, self.device, B)
+        games = offsets.games
         active = ~self.done
-        card = active & (self.turn & 1 == 0)
-        draw = active & (self.turn & 1 == 1)
-        a = torch.where(active, actions, 0)
-        # decode through lookup tables: integer division is not vectorised on CPU
-        kind = tables.action_kind.index_select(0, a)  # [B] 0 play, 1 discard, 2 deck, 3 pile
-        color = tables.action_color.index_select(0, a)  # [B] the card's or the pile's colour
-        t_card = tables.action_type.index_select(0, a)  # [B] the card played or discarded
-        is_play = card & (kind == 0)
-        is_discard = card & (kind == 1)
-        is_deck = draw & (kind == 2)
-        is_pile = draw & (kind == 3)
+        # legal actions imply the phase, so the action alone says what happens; finished
+        # games (which may pass anything) get the no-op action A
+        a = torch.where(active, actions, rules.n_actions)
+        effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
+        effect = effect.view(torch.int8).view(B, len(_ACTION8)).unbind(1)
+        play, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = effect
+        # the action and the player to move (turn % 4 is player * 2 + phase)
+        player_action = (self.turn & 3) * (rules.n_actions + 1) + a
 
-        # the card a draw takes: the deck's next, or the top of pile ``color``
-        length_flat = color * B + games  # [B] into [C, B]
-        length = torch.take(self._pile_len, length_flat)
-        top_slot = (length - 1).clamp(min=0)
-        t_pile = color * R1 + torch.take(self._piles, (color * L + top_slot) * B + games).long()
-        next_card = self.deck_pos.clamp(max=rules.deck_size - 1) * B + games
-        t_drawn = torch.where(is_deck, torch.take(self._deck, next_card).long(), t_pile)
+        # Every update is one index_select / index_add_ on a flat view, one index per game
+        # (``row * B + game``). An action that leaves a tensor alone addresses row 0 of its
+        # own column, with a zero update: those reads and writes stay in cache and in order,
+        # where random rows of the large state tensors miss it.
+        # the pile a discard fills or a pile draw empties, and its slot
+        length_at = offsets.pile_row.index_select(0, a) + games  # [B] into [C, B]
+        length = self._pile_len.view(-1).index_select(0, length_at)  # [B] int8
+        slot = length * (pile_delta * pile_delta) - pile_draw  # discard: length, draw: length - 1
+        pile_at = offsets.slot_row.index_select(0, a) + games + slot.to(games.dtype) * B
+        top_rank = self._piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
+        # the card a draw takes: the deck's next, or the top of the pile
+        deck_at = offsets.deck_row.index_select(0, self.deck_pos) * deck_draw + games
+        drawn = self._deck.view(-1).index_select(0, deck_at) * deck_draw + top_rank  # [B] int8
 
-        # hands: -1 for the card played or discarded, +1 for the card drawn
-        t_hand = torch.where(card, t_card, t_drawn)
-        hand_flat = (player * T + t_hand) * B + games  # [B] into [2, T, B] tensors
-        self._hands.put_(hand_flat, draw.char() - card.char(), accumulate=True)
-        self._expeditions.put_(hand_flat, is_play.char(), accumulate=True)
+        # hands, expeditions and public copies at the card given or taken
+        hand_row = offsets.hand_row.index_select(0, player_action)
+        hand_row += drawn.to(games.dtype) * B
+        hand_at = hand_row + games  # [B] into [2, T, B]
+        self._hands.view(-1).index_add_(0, hand_at, hand_delta)
+        self._expeditions.view(-1).index_add_(0, hand_row * play + games, play)
         # a card leaving a hand makes one public copy private again; a pile draw makes one public
-        known = torch.take(self._known, hand_flat)
-        self._known.put_(
-            hand_flat, torch.where(card, (known - 1).clamp(min=0), known + is_pile.char())
+        known_at = hand_row * (card + pile_draw) + games  # a deck draw leaves them alone
+        known = self._known.view(-1).index_select(0, known_at)
+        self._known.view(-1).index_add_(0, known_at, pile_draw - card * known.clamp_(max=1))
+        # a play raises the expedition's top (legal plays never lower it)
+        top_at = offsets.play_row.index_select(0, player_action) + offsets.games64
+        self._top.view(-1).scatter_reduce_(0, top_at, play_rank, "amax")
+
+        # piles: a discard fills slot ``length``, a pile draw clears the top slot, so that
+        # slots at and above ``pile_len`` hold 0 and both are one addition
+        self._piles.view(-1).index_add_(0, pile_at, discard_rank - top_rank)
+        self._pile_len.view(-1).index_add_(0, length_at, pile_delta)
+
+        self.discarded = torch.where(
+            active, tables.action_discarded.index_select(0, a), self.discarded
         )
-
-        # piles: push the discarded card onto slot ``length``, pop the drawn one
-        write = (color * L + length.clamp(max=L - 1)) * B + games  # [B] into [C, L, B]
-        rank = tables.action_rank.index_select(0, a)
-        self._piles.put_(write, torch.where(is_discard, rank, torch.take(self._piles, write)))
-        self._pile_len.put_(length_flat, is_discard.long() - is_pile.long(), accumulate=True)
-
-        self.discarded = torch.where(active, torch.where(is_discard, color, -1), self.discarded)
-        self.deck_pos = self.deck_pos + is_deck.long()
-        self.turn = self.turn + active.long()
-        self.done = self.done | (self.deck_pos >= rules.deck_size) | (self.turn >= rules.max_turns)
+        self.deck_pos = self.deck_pos + deck_draw
+        self.turn = self.turn + active
+        self.done = self.done | (self.deck_pos >= N) | (self.turn >= rules.max_turns)
 
     def _check(self, actions: torch.Tensor) -> None:
         A = self.rules.n_actions
@@ -454,47 +586,53 @@ class GameBatch:
         the transpose as a flag). Call ``.contiguous()`` if you need row-major rows.
         """
         rules, B = self.rules, self.batch_size
-        C, R1, L = rules.n_colors, rules.n_ranks + 1, rules.pile_capacity
+        T, C, R1, L = rules.n_types, rules.n_colors, rules.n_ranks + 1, rules.pile_capacity
         tables = _tables(rules, self.device)
-        blocks = feature_blocks(rules)
-        viewer = self.current_player if player is None else player
-        opponent = 1 - viewer
-        out = torch.empty(feature_size(rules), B, device=self.device)
+        blocks = _feature_blocks(rules)
+        bits = (self.turn & 3).to(torch.int8)  # [B] bit 0: phase, bit 1: player to move
+        to_move = bits >> tables.one
+        viewer = to_move if player is None else player.to(torch.int8)
+        # Every block but two is a small count: build them all in int8 ([F, B]) and convert
+        # once; one-hot blocks come from logical_not of a difference (int8 ``==`` only
+        # vectorises between same-shape tensors).
+        feat = torch.empty(feature_size(rules), B, dtype=torch.int8, device=self.device)
 
-        slots = torch.arange(L, device=self.device)[:, None]
-        in_pile = slots < self._pile_len[:, None, :]  # [C, L, B]
-        pile_types = self._piles.long() + tables.color_base  # [C, L, B] type ids
-        top_slot = (self._pile_len - 1).clamp(min=0)[:, None]  # [C, 1, B]
+        def block(name: str) -> torch.Tensor:
+            return feat[blocks[name]]
 
-        parts = {
-            "hand": self.of_player(self._hands, viewer),
-            "own_expeditions": self.of_player(self._expeditions, viewer),
-            "opp_expeditions": self.of_player(self._expeditions, opponent),
-            "opp_known": self.of_player(self._known, opponent),
-        }
-        for name, value in parts.items():
-            out[blocks[name]] = value
-        pile_counts = out[blocks["pile_counts"]].zero_()
-        pile_counts.scatter_add_(0, pile_types.view(C * L, B), in_pile.view(C * L, B).float())
-        pile_tops = out[blocks["pile_tops"]].zero_()
-        pile_tops.scatter_(
-            0,
-            pile_types.gather(1, top_slot).view(C, B),
-            (self._pile_len > 0).float(),
-        )
-        unseen = out[blocks["unseen"]]
-        torch.sub(tables.copies, out[blocks["hand"]], out=unseen)
-        for name in ("own_expeditions", "opp_expeditions", "pile_counts", "opp_known"):
-            unseen -= out[blocks[name]]
-        out[blocks["pile_sequence"]] = torch.where(in_pile, (self._piles + 1) / R1, 0.0).view(-1, B)
-        out[blocks["deck_fraction"]] = self.deck_count / (rules.deck_size - 2 * rules.hand_size)
-        out[blocks["phase"]] = self.turn % 2 == torch.arange(2, device=self.device)[:, None]
-        out[blocks["to_move"]] = viewer == self.current_player
-        out[blocks["seat"]] = viewer == 0
-        discarded = torch.where(self.discarded < 0, C, self.discarded)
-        out[blocks["discarded_color"]] = (
-            discarded == torch.arange(C + 1, device=self.device)[:, None]
-        )
+        hands, expeditions, known = self._hands, self._expeditions, self._known
+        torch.addcmul(hands[0], hands[1] - hands[0], viewer, out=block("hand"))
+        own_minus_0 = (expeditions[1] - expeditions[0]).mul_(viewer)
+        torch.add(expeditions[0], own_minus_0, out=block("own_expeditions"))
+        torch.sub(expeditions[1], own_minus_0, out=block("opp_expeditions"))
+        torch.addcmul(known[1], known[0] - known[1], viewer, out=block("opp_known"))
+
+        # pile_sequence holds rank index + 1 in the occupied slots, 0 above
+        in_pile = (self._pile_len.view(C, 1, B) - tables.slots).clamp_(0, 1)  # [C, L + 1, B]
+        sequence = block("pile_sequence").view(C, L, B)
+        torch.addcmul(in_pile[:, :L], self._piles, in_pile[:, :L], out=sequence)
+        counts = sequence.view(C, L, 1, B) - tables.rank_ids.view(R1, 1)  # [C, L, R1, B]
+        torch.logical_not(counts, out=counts.view(torch.bool))
+        torch.sum(counts, 1, dtype=torch.int8, out=block("pile_counts").view(C, R1, B))
+        on_top = in_pile[:, :L] - in_pile[:, 1:]  # [C, L, B] 1 at the top slot
+        top = (sequence * on_top).sum(1, dtype=torch.int8).view(C, 1, B)  # 0: empty pile
+        tops = top - tables.rank_ids.view(R1, 1)  # [C, R1, B]
+        torch.logical_not(tops, out=block("pile_tops").view(C, R1, B).view(torch.bool))
+        # unseen = copies - (hand + own + opponent's expeditions + piles) - known opponent cards
+        seen = feat[: 4 * T].view(4, T, B).sum(0, dtype=torch.int8)
+        torch.sub(tables.copies, seen, out=block("unseen")).sub_(block("opp_known"))
+
+        phase = bits & tables.one
+        torch.logical_not(phase - tables.phases, out=block("phase").view(torch.bool))
+        torch.eq(viewer, to_move, out=block("to_move").view(torch.bool).view(B))
+        torch.logical_not(viewer, out=block("seat").view(torch.bool).view(B))
+        discarded = self.discarded.to(torch.int8) - tables.discard_ids  # [C + 1, B]
+        torch.logical_not(discarded, out=block("discarded_color").view(torch.bool))
+
+        out = feat.to(torch.float32)
+        out[blocks["pile_sequence"]] /= R1
+        deck_fraction = out[blocks["deck_fraction"]][0]
+        torch.div(self.deck_count, rules.deck_size - 2 * rules.hand_size, out=deck_fraction)
         return out.t()
 
 
@@ -510,6 +648,14 @@ def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
     score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
     score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
     return torch.where(n_cards > 0, score, 0)
+
+
+def _top_ranks(rules: Rules, expeditions: torch.Tensor) -> torch.Tensor:
+    """[2, C, B] int8: the highest rank index in each expedition (0: empty or wagers only)."""
+    C, R1 = rules.n_colors, rules.n_ranks + 1
+    rank_index = _tables(rules, expeditions.device).rank_index
+    held = expeditions.clamp_max(1).view(2, C, R1, -1) * rank_index  # rank index of each held
+    return held.amax(dim=2)
 
 
 def _expand_counts(counts: Sequence[int]) -> list[int]:
@@ -531,20 +677,43 @@ def random_legal_actions(
     ``legal.t()``, contiguous for masks from :meth:`GameBatch.legal_mask`),
     where the count is a sum of rows. Rows with no legal action get action 0.
     """
+    B, A = legal.shape
     # int8 counts are enough below 128 actions (classic 106, six colours 127)
-    count_dtype = torch.int8 if legal.shape[1] < 128 else torch.int16
-    legal_t = legal.t().contiguous().view(torch.int8).to(count_dtype)  # [A, B]; our masks: no copy
-    n_legal = legal_t.sum(0, dtype=count_dtype)  # [B]
-    u = torch.rand(legal_t.shape[1], generator=generator, device=legal.device)
+    count_dtype = torch.int8 if A < 128 else torch.int16
+    legal_t = legal.t().contiguous().view(torch.int8).to(count_dtype)  # [A, B]; ours: no copy
+    # The running count goes in two levels, so that every call works on whole rows
+    # (``cumsum`` along the action axis is a slow strided scan on CPU): blocks of S
+    # actions, then one-action blocks for the last ``A % S``. Block totals first, then
+    # the count left before each block, then a scan inside the blocks.
+    S = _count_block(A)
+    head = legal_t[: A - A % S].view(A // S, S, B)
+    G = A // S + A % S  # blocks
+    totals = torch.empty(G, B, dtype=count_dtype, device=legal.device)
+    torch.sum(head, 1, dtype=count_dtype, out=totals[: A // S])
+    totals[A // S :] = legal_t[A - A % S :]
+    n_legal = totals.sum(0, dtype=count_dtype)  # [B]
+    u = torch.rand(B, generator=generator, device=legal.device)
     k = (u * n_legal).to(count_dtype)  # [B] which legal action, 0-based
-    # Hillis-Steele prefix sum over actions: log2(A) whole-row adds instead of a slow scan
-    running, spare = legal_t.clone(), torch.empty_like(legal_t)
-    shift = 1
-    while shift < running.shape[0]:
-        spare[:shift] = running[:shift]
-        torch.add(running[shift:], running[:-shift], out=spare[shift:])
-        running, spare = spare, running
-        shift *= 2
-    # the (k+1)-th legal action's index = how many prefix counts are <= k
-    action = (k + 1 - running).clamp(0, 1).sum(0, dtype=count_dtype)  # [B]
-    return torch.where(n_legal > 0, action.long(), 0)
+    # room[g] = k + 1 - (legal actions before block g)
+    room = torch.empty(G, B, dtype=count_dtype, device=legal.device)
+    rooms, block_totals = room.unbind(0), totals.unbind(0)
+    torch.add(k, 1, out=rooms[0])
+    for g in range(1, G):
+        torch.sub(rooms[g - 1], block_totals[g - 1], out=rooms[g])
+    # left[a] = k + 1 - (legal actions up to a): >= 1 exactly for the actions before the pick
+    left = torch.empty(A, B, dtype=count_dtype, device=legal.device)
+    torch.sub(room[A // S :], legal_t[A - A % S :], out=left[A - A % S :])
+    before = room[: A // S]
+    for head_s, left_s in zip(
+        head.unbind(1), left[: A - A % S].view_as(head).unbind(1), strict=True
+    ):
+        before = torch.sub(before, head_s, out=left_s)
+    # the (k+1)-th legal action's index = how many actions come before it
+    action = left.clamp_(0, 1).sum(0, dtype=count_dtype)
+    return (action * n_legal.clamp(max=1)).long()
+
+
+@cache
+def _count_block(A: int) -> int:
+    """The block size S of random_legal_actions: fewest calls (S scan steps, one per block)."""
+    return min(range(1, A + 1), key=lambda S: S + A // S + A % S)
