@@ -13,13 +13,16 @@ bool) -> [n, A]`` that turns raw outputs into what the caller needs (regret
 matching for an advantage network, a masked softmax for the strategy network,
 or nothing). The queue knows nothing of CFR: the caller passes the head.
 
-Shapes are kept stable: rows are padded up to the smallest of a few bucket
-sizes (rows beyond the largest bucket run as largest-bucket chunks), so a
-compiled module (``torch.compile``, CUDA graphs) sees at most one shape per
-bucket. Padding rows are zero features with no legal action, cut off before
-results are returned; as modules and heads treat rows independently (an MLP
-and a per-row head do), padding never changes a result. In eager mode on a CPU
-it only costs time, and ``bucket_sizes=None`` turns it off.
+Shapes are kept stable where that pays: rows are padded up to the smallest of
+a few bucket sizes (rows beyond the largest bucket run as largest-bucket
+chunks), so a compiled module (``torch.compile``, CUDA graphs) sees at most one
+shape per bucket. Padding rows are zero features with no legal action, cut off
+before results are returned; as modules and heads treat rows independently (an
+MLP and a per-row head do), padding never changes a result. An eager forward on
+a CPU gains nothing from fixed shapes and pays for every padding row (about a
+third more rows at the batch sizes of a classic traversal), so by default
+(``pad="auto"``) the queue pads only for the compiled backend or a CUDA device;
+``pad="always"`` pads every forward, ``bucket_sizes=None`` none.
 
 Backends: ``"eager"`` calls the registered module; ``"compiled"`` calls a
 ``torch.compile`` handle built over the same module (and head), sharing its
@@ -50,6 +53,7 @@ from lostcities_cfr.errors import ConfigError
 
 Head = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 BACKENDS = ("eager", "compiled")
+PAD_MODES = ("auto", "always")
 
 
 def raw_outputs(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -111,6 +115,9 @@ class InferenceQueue:
         backend: ``"eager"`` or ``"compiled"`` (see the module docstring).
         local: run each row as its own batch of one (a baseline to measure
             against; ignores ``bucket_sizes``).
+        pad: ``"auto"`` pads to ``bucket_sizes`` only for the compiled
+            backend or a network on a CUDA device; ``"always"`` pads every
+            forward (see the module docstring).
         compile_mode: ``mode`` passed to ``torch.compile`` (e.g.
             ``"reduce-overhead"`` for CUDA graphs); None for its default.
         compile_backend: ``backend`` passed to ``torch.compile``:
@@ -125,7 +132,10 @@ class InferenceQueue:
         local: bool = False,
         compile_mode: str | None = None,
         compile_backend: str = "inductor",
+        pad: str = "auto",
     ) -> None:
+        if pad not in PAD_MODES:
+            raise ConfigError(f"InferenceQueue pad={pad!r}; expected one of {PAD_MODES}")
         if bucket_sizes is not None:
             bucket_sizes = tuple(bucket_sizes)
             if (
@@ -139,6 +149,7 @@ class InferenceQueue:
                 )
         self.bucket_sizes = bucket_sizes
         self.local = local
+        self.pad = pad
         self.compile_mode = compile_mode
         self.compile_backend = compile_backend
         self._networks: dict[str, _Network] = {}
@@ -214,7 +225,8 @@ class InferenceQueue:
         legal = _joined([m.to(device) for _, m, _ in pending])  # [n, A]
         forward = self._forward_fn(network)
         outputs = []
-        for start, stop, size in self._chunks(features.shape[0]):
+        padded = self.pad == "always" or self.backend == "compiled" or device.type == "cuda"
+        for start, stop, size in self._chunks(features.shape[0], padded):
             pad = size - (stop - start)
             x, m = features[start:stop], legal[start:stop]
             if pad:
@@ -250,11 +262,11 @@ class InferenceQueue:
             )
         return network.compiled
 
-    def _chunks(self, n: int) -> Iterator[tuple[int, int, int]]:
+    def _chunks(self, n: int, padded: bool) -> Iterator[tuple[int, int, int]]:
         """(start, stop, padded size) of each forward over n rows."""
         if self.local:
             yield from ((i, i + 1, 1) for i in range(n))
-        elif self.bucket_sizes is None:
+        elif self.bucket_sizes is None or not padded:
             yield 0, n, n
         else:
             largest = self.bucket_sizes[-1]

@@ -86,7 +86,9 @@ class DeepCFR(pl.LightningModule):
         gradient_clip: largest gradient norm per update; 0 turns clipping off.
         weight_exponent: a row of iteration ``t`` weighs ``t ** weight_exponent`` (1: linear
             CFR; 0: vanilla CFR's uniform average).
-        inference_buckets: batch sizes the inference queue pads to (``None``: no padding).
+        inference_buckets: batch sizes the inference queue pads to where fixed shapes pay
+            (the compiled backend, a CUDA device; eager CPU forwards run unpadded);
+            ``None``: never pad.
         exploitability_every: log the exact exploitability of the average strategy every
             this many iterations; 0 never. Tiny rules only (the tree is walked whole).
         final_eval_games: duplicate games of the average strategy against

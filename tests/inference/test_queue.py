@@ -39,7 +39,7 @@ def direct(net: nn.Module, features: torch.Tensor, legal: torch.Tensor) -> torch
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 32, 33, 100])
 def test_results_equal_direct_calls_whatever_the_padding(n):
     net = RecordingNet()
-    queue = InferenceQueue(bucket_sizes=(8, 32))
+    queue = InferenceQueue(bucket_sizes=(8, 32), pad="always")
     queue.register("adv", net, masked_head)
     features, legal = queries(n)
     torch.testing.assert_close(queue("adv", features, legal), direct(net, features, legal))
@@ -47,7 +47,7 @@ def test_results_equal_direct_calls_whatever_the_padding(n):
 
 def test_forwards_are_padded_to_the_smallest_bucket_and_split_by_the_largest():
     net = RecordingNet()
-    queue = InferenceQueue(bucket_sizes=(8, 32))
+    queue = InferenceQueue(bucket_sizes=(8, 32), pad="always")
     queue.register("adv", net, masked_head)
     for n in (5, 8, 9, 70):
         queue(*("adv", *queries(n)))
@@ -65,7 +65,7 @@ def test_without_buckets_a_forward_runs_exactly_the_rows_submitted():
 
 def test_submits_before_a_flush_share_one_forward_and_split_back():
     net = RecordingNet()
-    queue = InferenceQueue(bucket_sizes=(64,))
+    queue = InferenceQueue(bucket_sizes=(64,), pad="always")
     queue.register("adv", net, masked_head)
     parts = [queries(n, seed=n) for n in (5, 0, 9, 3)]
     tickets = [queue.submit("adv", f, m) for f, m in parts]
@@ -86,7 +86,7 @@ def test_a_ticket_result_flushes_the_queue_when_needed():
     ticket = queue.submit("adv", features, legal)
     assert net.batch_sizes == []
     torch.testing.assert_close(ticket.result(), direct(net, features, legal))
-    assert net.batch_sizes == [64]
+    assert net.batch_sizes == [4]
 
 
 def test_one_flush_runs_one_forward_per_network():
@@ -97,14 +97,14 @@ def test_one_flush_runs_one_forward_per_network():
     tickets = {name: [queue.submit(name, *queries(n, seed=n)) for n in (3, 4)] for name in nets}
     queue.flush()
     for name, net in nets.items():
-        assert net.batch_sizes == [64]
+        assert net.batch_sizes == [3 + 4]
         for ticket, n in zip(tickets[name], (3, 4), strict=True):
             torch.testing.assert_close(ticket.result(), direct(net, *queries(n, seed=n)))
     assert queue.stats()["calls"] == 3
 
 
 def test_stats_count_forwards_rows_padding_and_time():
-    queue = InferenceQueue(bucket_sizes=(8, 32))
+    queue = InferenceQueue(bucket_sizes=(8, 32), pad="always")
     queue.register("adv", RecordingNet(), masked_head)
     queue("adv", *queries(5))
     queue("adv", *queries(40))
@@ -179,6 +179,22 @@ def test_rows_of_mismatched_shape_or_a_non_bool_mask_are_refused(features, legal
 def test_bucket_sizes_must_be_positive_and_increasing(buckets):
     with pytest.raises(ConfigError, match="bucket_sizes"):
         InferenceQueue(bucket_sizes=buckets)
+
+
+def test_auto_padding_skips_eager_cpu_forwards_and_pads_compiled_ones():
+    net = RecordingNet()
+    queue = InferenceQueue(bucket_sizes=(8, 32), compile_backend="eager")
+    queue.register("adv", net, masked_head)
+    queue("adv", *queries(5))
+    assert net.batch_sizes == [5]  # eager on a CPU: fixed shapes buy nothing
+    queue.set_backend("compiled")
+    queue("adv", *queries(5))
+    assert queue.stats()["padded_rows"] == 3  # compiled: one graph per bucket
+
+
+def test_unknown_pad_mode_is_refused():
+    with pytest.raises(ConfigError, match="pad='never'"):
+        InferenceQueue(pad="never")
 
 
 def test_unknown_backend_is_refused():
