@@ -235,6 +235,7 @@ class DeepCFR(pl.LightningModule):
             optimizers = self.optimizers()
             for p in PLAYERS:
                 self.advantage_nets[p].reset_parameters()
+                self._broadcast_from_rank_zero(self.advantage_nets[p])
                 optimizers[p].optimizer.state.clear()
         self._train_seconds = {"advantage": 0.0, "strategy": 0.0}
         self._loss_sums: dict[str, float] = {}
@@ -322,7 +323,7 @@ class DeepCFR(pl.LightningModule):
             outputs, rows.legal, rows.targets, rows.iteration, self.hparams.weight_exponent
         )
         optimizer.zero_grad()
-        self.manual_backward(loss)
+        self._backward(loss, net)
         if self.hparams.gradient_clip > 0:
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
         optimizer.step()
@@ -413,6 +414,37 @@ class DeepCFR(pl.LightningModule):
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+    # ---- data parallel (DDP) ---------------------------------------------------------------------
+    def _backward(self, loss: torch.Tensor, net: nn.Module) -> None:
+        """``manual_backward``, then, across ranks, the mean of ``net``'s gradients.
+
+        A training step runs one backward per network, and each backward reaches one
+        network's parameters only: DDP's reducer, which expects a single backward over
+        every parameter of the wrapped module, refuses that. So its automatic sync is
+        blocked and each network's gradients are averaged here, in one all-reduce.
+        """
+        if self.trainer.world_size == 1:
+            self.manual_backward(loss)
+            return
+        with self.trainer.strategy.block_backward_sync():
+            self.manual_backward(loss)
+        grads = [p.grad for p in net.parameters() if p.grad is not None]
+        flat = torch.cat([g.flatten() for g in grads])
+        mean = self.trainer.strategy.reduce(flat, reduce_op="mean")
+        for grad, synced in zip(grads, mean.split([g.numel() for g in grads]), strict=True):
+            grad.copy_(synced.view_as(grad))
+
+    def _broadcast_from_rank_zero(self, net: nn.Module) -> None:
+        """Give every rank rank 0's parameters of ``net`` (after a re-initialisation).
+
+        Ranks draw their own games, so their global random streams need not stay in step;
+        a network re-initialised from them would differ between ranks.
+        """
+        if self.trainer.world_size == 1:
+            return
+        for parameter in net.parameters():
+            torch.distributed.broadcast(parameter.data, src=0)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _call_callbacks(self, hook: str) -> None:

@@ -42,3 +42,22 @@ class BufferProbe(pl.Callback):
                 "advantage_buffers": [b.state_dict() for b in pl_module.advantage_buffers],
                 "strategy_buffer": pl_module.strategy_buffer.state_dict(),
             }
+
+
+class RankStateProbe(pl.Callback):
+    """At the end of a fit, saves this rank's networks and reservoir contents to
+    ``<folder>/rank<r>.pt``, so that a test can compare the ranks of a DDP run."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        import torch
+
+        state = {
+            "weights": pl_module.state_dict(),
+            "strategy_features": pl_module.strategy_buffer.features[
+                : len(pl_module.strategy_buffer)
+            ],
+        }
+        torch.save(state, Path(self.folder) / f"rank{trainer.global_rank}.pt")
