@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import torch
-import yaml
-
-REPO = Path(__file__).resolve().parents[2]
+from tiny_training import cli_subprocess
 
 
 def test_two_ddp_ranks_traverse_their_own_games_and_keep_equal_networks(write_config, tmp_path):
     config = write_config(name="ddp", max_epochs=2, final_eval_games=0)
     probe = {"class_path": "run_probes.RankStateProbe", "init_args": {"folder": str(tmp_path)}}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)])}
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lostcities_cfr",
-            "fit",
-            "--config",
-            str(config),
-            "--trainer.devices",
-            "2",
-            "--trainer.strategy",
-            "ddp",
-            f"--trainer.callbacks+={yaml.safe_dump(probe, default_flow_style=True).strip()}",
-        ],
-        env=env,
+        **cli_subprocess(
+            config, "--trainer.devices", "2", "--trainer.strategy", "ddp", callback=probe
+        ),
         capture_output=True,
         text=True,
         timeout=300,

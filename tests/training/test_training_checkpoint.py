@@ -3,16 +3,13 @@ stopped; seeded runs repeat exactly; agents load from checkpoint files."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import torch
-import yaml
 from run_probes import BufferProbe
+from tiny_training import cli_subprocess
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
@@ -20,8 +17,6 @@ from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training.checkpoint import load_agent
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def assert_same_buffers(a: dict, b: dict) -> None:
@@ -68,18 +63,8 @@ def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_confi
         "class_path": "run_probes.StallAtIteration",
         "init_args": {"iteration": 2, "marker": str(marker)},
     }
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)])}
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lostcities_cfr",
-            "fit",
-            "--config",
-            str(config),
-            f"--trainer.callbacks+={yaml.safe_dump(stall, default_flow_style=True).strip()}",
-        ],
-        env=env,
+        **cli_subprocess(config, callback=stall),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -7,7 +7,11 @@ import it by a name no other test folder uses.)
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+
+import yaml
 
 TINY_MODEL = {
     "rules": "tiny",
@@ -46,3 +50,19 @@ def tiny_config(run_dir: Path, max_epochs: int = 3, **model: object) -> dict:
         },
         "model": {**TINY_MODEL, **model},
     }
+
+
+def cli_subprocess(config: Path, *overrides: str, callback: dict | None = None) -> dict:
+    """``subprocess`` arguments of ``python -m lostcities_cfr fit --config config ...``.
+
+    The child imports this repository and the callbacks of ``run_probes`` (given as
+    ``callback``, a class_path/init_args mapping, appended to the run's callbacks).
+    """
+    args = [sys.executable, "-m", "lostcities_cfr", "fit", "--config", str(config), *overrides]
+    if callback is not None:
+        args.append(
+            f"--trainer.callbacks+={yaml.safe_dump(callback, default_flow_style=True).strip()}"
+        )
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[1]), str(here)])}
+    return {"args": args, "env": env}
