@@ -35,11 +35,11 @@ import torch
 
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
-    COMPACT_BELOW,
     Sampler,
     TraversalStats,
     current_strategies,
     explore,
+    live_rows,
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
@@ -121,16 +121,8 @@ class BudgetedSampling(Sampler):
         rec_pending = torch.zeros(capacity, dtype=torch.int64, device=device)  # playouts running
         n_records = 0
 
-        while True:
-            alive = ~games.done  # [b] finished rows stay until compacted
-            live = alive.nonzero().squeeze(1)
-            if len(live) == 0:
-                break
-            if len(live) <= COMPACT_BELOW * games.batch_size:
-                games = games.select(live)
-                record, slot, branches_left = record[live], slot[live], branches_left[live]
-                alive = torch.ones(len(live), dtype=torch.bool, device=device)
-                live = torch.arange(len(live), device=device)
+        while (next_rows := live_rows(games, [record, slot, branches_left])) is not None:
+            games, (record, slot, branches_left), alive, live = next_rows
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
             sigma = current_strategies(queue, games, features, legal, live)  # [b, A]

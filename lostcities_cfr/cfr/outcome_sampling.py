@@ -31,11 +31,11 @@ from torch import nn
 
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
-    COMPACT_BELOW,
     Sampler,
     TraversalStats,
     current_strategies,
     explore,
+    live_rows,
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
@@ -102,15 +102,8 @@ class OutcomeSampling(Sampler):
         ratios, sample_probs = [], []  # per step [B]: sigma(a*)/q(a*), q(a*); 1 off the traverser
         records = []  # per step: the traverser's nodes
         step = 0
-        while True:
-            alive = ~games.done  # [b] finished rows stay until compacted
-            live = alive.nonzero().squeeze(1)
-            if len(live) == 0:
-                break
-            if len(live) <= COMPACT_BELOW * games.batch_size:
-                games, walker = games.select(live), walker[live]
-                alive = torch.ones(len(live), dtype=torch.bool, device=device)
-                live = torch.arange(len(live), device=device)
+        while (next_rows := live_rows(games, [walker])) is not None:
+            games, (walker,), alive, live = next_rows
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
             sigma = current_strategies(queue, games, features, legal, live)  # [b, A]

@@ -32,6 +32,7 @@ scale, so it changes nothing but the size of the regression targets.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -114,6 +115,26 @@ def current_strategies(
     for ask, ticket in parts:
         sigma.index_copy_(0, ask, ticket.result())
     return sigma
+
+
+def live_rows(
+    games: GameBatch, per_row: Sequence[torch.Tensor]
+) -> tuple[GameBatch, list[torch.Tensor], torch.Tensor, torch.Tensor] | None:
+    """The next step's rows of a lockstep walk: ``(games, per_row, alive [b], live [n])``.
+
+    Finished games stay in the batch (they ignore their actions) until the live ones are at
+    most ``COMPACT_BELOW`` of it; then ``games`` and the walk's per-row tensors ``per_row``
+    ([b, ...] each) are cut down to the live rows. None once every game has ended.
+    """
+    alive = ~games.done  # [b]
+    live = alive.nonzero().squeeze(1)  # [n]
+    if len(live) == 0:
+        return None
+    if len(live) <= COMPACT_BELOW * games.batch_size:
+        games, per_row = games.select(live), [tensor[live] for tensor in per_row]
+        alive = torch.ones(len(live), dtype=torch.bool, device=live.device)
+        live = torch.arange(len(live), device=live.device)
+    return games, list(per_row), alive, live
 
 
 def explore(sigma: torch.Tensor, legal: torch.Tensor, epsilon: float) -> torch.Tensor:
