@@ -16,30 +16,35 @@ feature, which CPU vector units and GPU warps both like, and reductions over
 cards or actions become sums of whole rows. Measured on 2 cores, reductions
 and broadcasts along a short last axis were 10-30 times slower than the same
 work batch-last (``docs/performance.md``). The public properties give the
-natural batch-first views (``hands`` is ``[B, 2, T]``) without copying
-(``pile_len`` excepted: int64 outside, int8 inside).
+natural batch-first views (``piles`` is ``[B, C, L]``), some without copying.
 
 State (``T`` card types, ``C`` colours, ``L`` pile capacity, ``N`` deck size),
-as stored / as the batch-first property shows it:
+as stored / as the batch-first property shows it (copies marked *):
 
-=================  ==========================  ================================================
-``hands``          int8 [2, T, B] / [B, 2, T]  copies of each type in each player's hand
-``expeditions``    int8 [2, T, B] / [B, 2, T]  copies of each type in each player's expeditions
-``piles``          int8 [C, L, B] / [B, C, L]  rank index in each pile slot, bottom first; 0 above
-``pile_len``       int8 [C, B] / int64 [B, C]  cards in each discard pile (the property: a copy)
-``deck``           int8 [N, B] / [B, N]        the shuffle in draw order; slot ``deck_pos`` is next
-``known``          int8 [2, T, B] / [B, 2, T]  public copies in each hand (taken from a pile)
-``_top``           int8 [2, C, B]              highest rank index in each expedition (0: none)
-``deck_pos``       int64 [B]                   position of the next deck card (``N``: empty)
-``turn``           int64 [B]                   half-turns (decisions) played
-``discarded``      int64 [B]                   colour discarded this turn, -1 if none
-``done``           bool [B]                    the round is over
-=================  ==========================  ================================================
+================  ===========================  ================================================
+``_hand_known``   int8 [2, T, B]               hand copies + 8 * public copies, per type
+ ``hands``        * int8 [B, 2, T]             copies of each type in each player's hand
+ ``known``        * int8 [B, 2, T]             public copies in each hand (taken from a pile)
+``_played``       int16/32 [2, C, B]           each expedition as a set: wagers, rank bits
+ ``expeditions``  * int8 [B, 2, T]             copies of each type in each player's expeditions
+``_piles``        int8 [C, L, B] / [B, C, L]   rank index in each pile slot, bottom first; 0 above
+``_pile_len``     int8 [C, B] / * int64 [B, C] cards in each discard pile
+``_deck``         int8 [N, B] / [B, N]         the shuffle in draw order; slot ``deck_pos`` is next
+``_top``          int8 [2, C, B]               highest rank index in each expedition (0: none)
+``_deck_pos``     int32 [B] / * int64 [B]      position of the next deck card (``N``: empty)
+``_turn``         int32 [B] / * int64 [B]      half-turns (decisions) played
+``_discarded``    int8 [B] / * int64 [B]       colour discarded this turn, -1 if none
+``done``          bool [B]                     the round is over
+================  ===========================  ================================================
 
-int8 keeps the per-type counts (at most ``n_wagers``) compact so that large
-batches of forked games stay cheap to copy; the flat attributes are int64, the
-dtype torch indexes with. ``_top`` is derived from ``expeditions`` and kept so
-that :meth:`GameBatch.legal_mask` need not search the expeditions.
+The packing keeps what one action changes in as few and as small tensors as
+possible: a card that leaves or joins a hand updates its hand and public counts
+with one ``index_add_``, and a play adds one bit to a [2, C, B] tensor that stays
+in cache, where a per-type [2, T, B] expedition count missed it on every play.
+int8 keeps large batches of forked games cheap to copy; the per-game counters are
+stored in 32 bits or fewer (index_select takes int32 indices, and int64 arithmetic
+over [B] costs two to three times as much) and read as int64 through properties. ``_top`` is derived from the expeditions
+and kept so that :meth:`GameBatch.legal_mask` need not search them.
 
 **What makes it fast on CPU** (measured on 2 cores, one torch thread, B = 8192,
 with another job on the second core, so that most state lives outside the
@@ -65,6 +70,19 @@ from lostcities_cfr.game.encoding import feature_blocks, feature_size
 from lostcities_cfr.game.reference import GameState
 from lostcities_cfr.game.rules import Rules
 
+# ``_hand_known`` = hand copies + _KNOWN * public copies: a hand holds at most
+# ``n_wagers`` <= 5 copies of a type, so both counts fit one int8. Public copies are part
+# of the hand, so the value is non-zero exactly when the hand holds the type (legal_mask
+# reads it as it is).
+_KNOWN = 8
+# ``_played``: the wager count in the low _WAGER_BITS bits (n_wagers <= 5), then one bit
+# per rank index 1..R (each number card exists once)
+_WAGER_BITS = 3
+
+
+def _played_dtype(rules: Rules) -> torch.dtype:
+    return torch.int16 if _WAGER_BITS + rules.n_ranks < 16 else torch.int32
+
 
 @dataclass(frozen=True)
 class _Tables:
@@ -82,18 +100,25 @@ class _Tables:
     # [] int8 operands: a Python scalar in int8 arithmetic takes a slower (unvectorised) path
     zero: torch.Tensor
     one: torch.Tensor
+    hand_bits: torch.Tensor  # _KNOWN - 1: ``_hand_known & hand_bits`` is the hand
+    known_shift: torch.Tensor  # log2(_KNOWN): ``_hand_known >> known_shift`` the public copies
     full_deck: torch.Tensor  # [N] int8, sorted
+    # ``_played`` packs an expedition into one integer: the wagers in the low _WAGER_BITS
+    # bits, then one bit per rank index 1..R; ``played >> shift & mask`` unpacks it
+    played_shift: torch.Tensor  # [R + 1, 1]
+    played_mask: torch.Tensor  # [R + 1, 1]
     # Per action lookups (integer division is not vectorised on CPU), with one more entry,
     # action A, that does nothing: step gives it to finished games. The eight int8 effects of
     # _ACTION8 are packed into one int64, so that a batch decodes with one index_select
     # (along dim 0: index_select along dim 1 of an [8, A] table was 20 times slower).
     action_effects: torch.Tensor  # [A + 1] int64
-    action_discarded: torch.Tensor  # [A + 1] int64: the colour a discard leaves, -1 otherwise
+    action_played: torch.Tensor  # [A + 1]: what a play adds to its ``_played`` entry, 0 otherwise
 
 
-# the int8 fields of _Tables.action_effects: what one action does (all 0 for the no-op)
+# the int8 fields of _Tables.action_effects: what one action does (0 for the no-op but
+# "discarded")
 _ACTION8 = (
-    "play",  # 1 for play(t)
+    "discarded",  # the colour a discard leaves, -1 otherwise
     "deck",  # 1 for the deck draw
     "pile",  # 1 for a pile draw
     "pile_len",  # change of the pile's length: +1 discard, -1 pile draw
@@ -127,7 +152,7 @@ def _tables(rules: Rules, device: torch.device) -> _Tables:
     play_key = torch.where(ranks == 0, 1, 2 * ranks).to(torch.int8)
     actions = _action_kinds(rules)
     fields = {
-        "play": [k == 0 for k, _, _ in actions],
+        "discarded": [c if k == 1 else -1 for k, c, _ in actions],
         "deck": [k == 2 for k, _, _ in actions],
         "pile": [k == 3 for k, _, _ in actions],
         "pile_len": [(k == 1) - (k == 3) for k, _, _ in actions],
@@ -140,6 +165,10 @@ def _tables(rules: Rules, device: torch.device) -> _Tables:
     def i8(values: list[int]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.int8, device=device)
 
+    def played(values: list[int]) -> torch.Tensor:
+        return torch.tensor(values, dtype=_played_dtype(rules), device=device)
+
+    shifts = [0, *range(_WAGER_BITS, _WAGER_BITS + R1 - 1)]  # bit of each rank index
     effects = i8([[int(v) for v in fields[name]] for name in _ACTION8])  # [8, A + 1]
     return _Tables(
         play_key=play_key.view(C, R1, 1),
@@ -153,9 +182,13 @@ def _tables(rules: Rules, device: torch.device) -> _Tables:
         phases=i8([0, 1]).view(2, 1),
         zero=torch.zeros((), dtype=torch.int8, device=device),
         one=torch.ones((), dtype=torch.int8, device=device),
+        hand_bits=torch.tensor(_KNOWN - 1, dtype=torch.int8, device=device),
+        known_shift=torch.tensor(_KNOWN.bit_length() - 1, dtype=torch.int8, device=device),
         full_deck=torch.tensor(rules.full_deck(), dtype=torch.int8, device=device),
+        played_shift=played(shifts).view(R1, 1),
+        played_mask=played([2**_WAGER_BITS - 1] + [1] * (R1 - 1)).view(R1, 1),
         action_effects=effects.t().contiguous().view(torch.int64).view(-1),
-        action_discarded=torch.tensor([c if k == 1 else -1 for k, c, _ in actions], device=device),
+        action_played=played([(k == 0) << shifts[t % R1] for k, _, t in actions]),
     )
 
 
@@ -203,8 +236,8 @@ def _offsets(rules: Rules, device: torch.device, B: int) -> _Offsets:
     )
 
 
-_STATE = ("_hands", "_expeditions", "_piles", "_pile_len", "_deck", "_known", "_top")
-_FLAT = ("deck_pos", "turn", "discarded", "done")
+_STATE = ("_hand_known", "_played", "_piles", "_pile_len", "_deck", "_top")
+_FLAT = {"_deck_pos": torch.int32, "_turn": torch.int32, "_discarded": torch.int8, "done": torch.bool}
 
 
 class GameBatch:
@@ -213,17 +246,32 @@ class GameBatch:
     def __init__(self, rules: Rules, **state: torch.Tensor) -> None:
         """Low-level: the batch-last tensors named in the module docstring (with ``_``).
 
-        ``_top`` is derived from ``_expeditions`` when not given, and an int64
-        ``_pile_len`` (the dtype before it became int8) is converted.
+        Cards may come packed as stored (``_hand_known``, ``_played``) or as counts
+        per type ([2, T, B] each: ``_hands`` and ``_known``; ``_expeditions``), which
+        are packed here; ``_top`` is derived from the expeditions when not given, and
+        integer tensors of other dtypes (``_pile_len`` and the flat ones were int64) are
+        converted.
         """
-        missing = set(_STATE + _FLAT) - set(state) - {"_top"}
+        state = dict(state)
+        for name in ("deck_pos", "turn", "discarded"):  # the public names (int64 copies)
+            if name in state:
+                state[f"_{name}"] = state.pop(name)
+        if "_hand_known" not in state and {"_hands", "_known"} <= set(state):
+            hands, known = state.pop("_hands"), state.pop("_known")
+            state["_hand_known"] = hands.to(torch.int8) + _KNOWN * known.to(torch.int8)
+        if "_played" not in state and "_expeditions" in state:
+            expeditions = state.pop("_expeditions")
+            state["_played"] = _pack_cards(rules, expeditions)
+            state.setdefault("_top", _top_ranks(rules, expeditions))
+        missing = set((*_STATE, *_FLAT)) - set(state) - {"_top"}
         if missing:
             raise ValueError(f"GameBatch needs state tensors {sorted(missing)}")
         self.rules = rules
-        state = {**state, "_pile_len": state["_pile_len"].to(torch.int8)}
+        state["_pile_len"] = state["_pile_len"].to(torch.int8)
+        state.update({name: state[name].to(dtype) for name, dtype in _FLAT.items()})
         if "_top" not in state:
-            state["_top"] = _top_ranks(rules, state["_expeditions"])
-        for name in _STATE + _FLAT:
+            state["_top"] = _top_ranks(rules, _unpack_cards(rules, state["_played"]))
+        for name in (*_STATE, *_FLAT):
             setattr(self, name, state[name])
 
     # ---- construction ------------------------------------------------------------------------
@@ -253,7 +301,7 @@ class GameBatch:
         hands.scatter_add_(0, deck[: 2 * H].long() + seat, torch.ones(2 * H, B, dtype=torch.int8))
         zeros = cls._zeros(rules, B, torch.device(device))
         zeros.update(_hands=hands.view(2, T, B), _deck=deck)
-        zeros["deck_pos"] += 2 * H
+        zeros["_deck_pos"] += 2 * H
         return cls(rules, **{k: v.to(device) for k, v in zeros.items()})
 
     @staticmethod
@@ -270,11 +318,8 @@ class GameBatch:
             "_pile_len": z(C, B),
             "_deck": z(N, B),
             "_known": z(2, T, B),
-            "_top": z(2, C, B),
-            "deck_pos": z(B, dtype=torch.int64),
-            "turn": z(B, dtype=torch.int64),
-            "discarded": torch.full((B,), -1, dtype=torch.int64, device=device),
-            "done": z(B, dtype=torch.bool),
+            **{name: z(B, dtype=dtype) for name, dtype in _FLAT.items()},
+            "_discarded": torch.full((B,), -1, dtype=torch.int8, device=device),
         }
 
     @classmethod
@@ -301,12 +346,11 @@ class GameBatch:
             for c, ranks in enumerate(s.piles):
                 z["_piles"][c, : len(ranks), b] = torch.tensor(ranks, dtype=torch.int8)
                 z["_pile_len"][c, b] = len(ranks)
-            z["deck_pos"][b] = N - len(s.deck)
+            z["_deck_pos"][b] = N - len(s.deck)
             z["_deck"][N - len(s.deck) :, b] = torch.tensor(s.deck, dtype=torch.int8)
-            z["turn"][b] = s.turn
-            z["discarded"][b] = -1 if s.discarded_color is None else s.discarded_color
+            z["_turn"][b] = s.turn
+            z["_discarded"][b] = -1 if s.discarded_color is None else s.discarded_color
             z["done"][b] = s.is_terminal
-        z["_top"] = _top_ranks(rules, z["_expeditions"])
         return cls(rules, **{k: v.to(device) for k, v in z.items()})
 
     def to_states(self) -> list[GameState]:
@@ -341,13 +385,13 @@ class GameBatch:
     # ---- batch-first views ---------------------------------------------------------------
     @property
     def hands(self) -> torch.Tensor:
-        """[B, 2, T] int8 view."""
-        return self._hands.permute(2, 0, 1)
+        """[B, 2, T] int8: a copy (stored with the public copies, ``_hand_known``)."""
+        return (self._hand_known % _KNOWN).permute(2, 0, 1)
 
     @property
     def expeditions(self) -> torch.Tensor:
-        """[B, 2, T] int8 view."""
-        return self._expeditions.permute(2, 0, 1)
+        """[B, 2, T] int8: a copy (stored packed per colour, ``_played``)."""
+        return _unpack_cards(self.rules, self._played).permute(2, 0, 1)
 
     @property
     def piles(self) -> torch.Tensor:
@@ -366,8 +410,8 @@ class GameBatch:
 
     @property
     def known(self) -> torch.Tensor:
-        """[B, 2, T] int8 view."""
-        return self._known.permute(2, 0, 1)
+        """[B, 2, T] int8: a copy (stored with the hands, ``_hand_known``)."""
+        return (self._hand_known // _KNOWN).permute(2, 0, 1)
 
     # ---- selection (forking traversals) ------------------------------------------------------
     def _map(self, fn: Callable[[torch.Tensor, int], torch.Tensor]) -> GameBatch:
@@ -396,14 +440,14 @@ class GameBatch:
         """One batch holding the games of ``batches`` in order (same rules)."""
         first = batches[0]
         state = {}
-        for name in _STATE + _FLAT:
+        for name in (*_STATE, *_FLAT):
             tensors = [getattr(b, name) for b in batches]
             state[name] = torch.cat(tensors, dim=tensors[0].dim() - 1 if name in _STATE else 0)
         return GameBatch(first.rules, **state)
 
     @property
     def batch_size(self) -> int:
-        return self.turn.shape[0]
+        return self.done.shape[0]
 
     def __len__(self) -> int:
         return self.batch_size
@@ -416,17 +460,32 @@ class GameBatch:
 
     @property
     def device(self) -> torch.device:
-        return self.turn.device
+        return self.done.device
+
+    @property
+    def turn(self) -> torch.Tensor:
+        """[B] int64: half-turns (decisions) played (a copy; stored as int32)."""
+        return self._turn.long()
+
+    @property
+    def deck_pos(self) -> torch.Tensor:
+        """[B] int64: position of the next deck card, ``N`` once the deck is empty (a copy)."""
+        return self._deck_pos.long()
+
+    @property
+    def discarded(self) -> torch.Tensor:
+        """[B] int64: the colour discarded this turn, -1 if none (a copy; stored as int8)."""
+        return self._discarded.long()
 
     @property
     def current_player(self) -> torch.Tensor:
         """[B] int64: 0 or 1; a turn is two decisions of the same player."""
-        return (self.turn >> 1) & 1
+        return ((self._turn >> 1) & 1).long()
 
     @property
     def phase(self) -> torch.Tensor:
         """[B] int64: 0 for the card decision (play/discard), 1 for the draw decision."""
-        return self.turn & 1
+        return (self._turn & 1).long()
 
     @property
     def deck_count(self) -> torch.Tensor:
@@ -455,24 +514,26 @@ class GameBatch:
         rules, B = self.rules, self.batch_size
         T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
         tables = _tables(rules, self.device)
-        bits = (self.turn & 3).to(torch.int8)  # [B] bit 0: phase, bit 1: player
+        bits = self._turn.to(torch.int8).bitwise_and_(3)  # [B] bit 0: phase, bit 1: player
         active = (~self.done).view(torch.int8)
-        draw_turn = (bits & tables.one) * active  # [B] 0/1
+        draw_turn = bits & active  # [B] 0/1
         card_turn = active - draw_turn
         player = bits >> tables.one
         mask = torch.empty(rules.n_actions, B, dtype=torch.int8, device=self.device)
-        discard = mask[T : 2 * T]
-        # held (copies clipped to 1) on a card turn: one player's hand weighted by card_turn
-        held_1 = player * card_turn  # [B] weight of player 1's hand
-        torch.mul(self._hands[0], card_turn - held_1, out=discard)
-        discard.addcmul_(self._hands[1], held_1).clamp_(max=1)
+        discard, play = mask[T : 2 * T], mask[:T]
+        # held (copies clipped to 1) on a card turn: min(hand, weight) per player, with
+        # weights 0/1 of which at most one is 1, then the larger; min/max run at copy speed,
+        # where int8 multiplication does not (no 8-bit multiply in AVX2). ``play`` is scratch.
+        held_1 = player & card_turn  # [B] 1 where player 1 plays or discards
+        torch.minimum(self._hand_known[0], card_turn - held_1, out=discard)
+        torch.minimum(self._hand_known[1], held_1, out=play)
+        torch.maximum(discard, play, out=discard)
         top = torch.addcmul(self._top[0], self._top[1] - self._top[0], player)  # [C, B]
-        play = mask[:T]
         torch.sub(tables.play_key, (top + top).view(C, 1, B), out=play.view(C, R1, B))
         torch.clamp(play, min=tables.zero, max=discard, out=play)  # playable and discardable
         mask[2 * T] = draw_turn
         # a pile is drawable when it is not empty and was not discarded to this turn
-        not_discarded = (tables.colors - self.discarded.to(torch.int8)).bool()  # [C, B]
+        not_discarded = (tables.colors - self._discarded).bool()  # [C, B]
         piles = mask[2 * T + 1 :]
         torch.mul(not_discarded, draw_turn, out=piles)
         torch.clamp(self._pile_len, max=piles, out=piles)
@@ -489,7 +550,7 @@ class GameBatch:
         """
         rules, B = self.rules, self.batch_size
         N = rules.deck_size
-        actions = torch.as_tensor(actions, device=self.device).long()
+        actions = torch.as_tensor(actions, device=self.device)
         if actions.shape != (B,):
             raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
         if check:
@@ -500,12 +561,14 @@ class GameBatch:
         active = ~self.done
         # legal actions imply the phase, so the action alone says what happens; finished
         # games (which may pass anything) get the no-op action A
-        a = torch.where(active, actions, rules.n_actions)
+        a = actions.to(torch.int32).masked_fill_(self.done, rules.n_actions)
         effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
         effect = effect.view(torch.int8).view(B, len(_ACTION8)).unbind(1)
-        play, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = effect
+        discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = (
+            effect
+        )
         # the action and the player to move (turn % 4 is player * 2 + phase)
-        player_action = (self.turn & 3) * (rules.n_actions + 1) + a
+        player_action = torch.add(a, self._turn & 3, alpha=rules.n_actions + 1)
 
         # Every update is one index_select / index_add_ on a flat view, one index per game
         # (``row * B + game``). An action that leaves a tensor alone addresses row 0 of its
@@ -518,39 +581,37 @@ class GameBatch:
         pile_at = offsets.slot_row.index_select(0, a) + games + slot.to(games.dtype) * B
         top_rank = self._piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
         # the card a draw takes: the deck's next, or the top of the pile
-        deck_at = offsets.deck_row.index_select(0, self.deck_pos) * deck_draw + games
-        drawn = self._deck.view(-1).index_select(0, deck_at) * deck_draw + top_rank  # [B] int8
+        deck_at = torch.addcmul(games, offsets.deck_row.index_select(0, self._deck_pos), deck_draw)
+        drawn = torch.addcmul(top_rank, self._deck.view(-1).index_select(0, deck_at), deck_draw)
 
         # hands, expeditions and public copies at the card given or taken
         hand_row = offsets.hand_row.index_select(0, player_action)
-        hand_row += drawn.to(games.dtype) * B
-        hand_at = hand_row + games  # [B] into [2, T, B]
-        self._hands.view(-1).index_add_(0, hand_at, hand_delta)
-        self._expeditions.view(-1).index_add_(0, hand_row * play + games, play)
-        # a card leaving a hand makes one public copy private again; a pile draw makes one public
-        known_at = hand_row * (card + pile_draw) + games  # a deck draw leaves them alone
-        known = self._known.view(-1).index_select(0, known_at)
-        self._known.view(-1).index_add_(0, known_at, pile_draw - card * known.clamp_(max=1))
-        # a play raises the expedition's top (legal plays never lower it)
-        top_at = offsets.play_row.index_select(0, player_action) + offsets.games64
-        self._top.view(-1).scatter_reduce_(0, top_at, play_rank, "amax")
+        hand_row.add_(drawn, alpha=B)
+        hand_known = self._hand_known.view(-1)
+        # a card leaving a hand makes one public copy private again (if it has one); a pile
+        # draw makes one public. Draws read row 0 of their column, and ignore it.
+        given = hand_known.index_select(0, torch.addcmul(games, hand_row, card))  # [B] int8
+        public = pile_draw - card * (given >> tables.known_shift).clamp_(max=1)  # [B] -1/0/1
+        hand_known.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=_KNOWN))
+        # a play adds its card to the expedition and raises its top (legal plays never lower it)
+        played_at = offsets.play_row.index_select(0, player_action) + offsets.games64
+        self._played.view(-1).index_add_(0, played_at, tables.action_played.index_select(0, a))
+        self._top.view(-1).scatter_reduce_(0, played_at, play_rank, "amax")
 
         # piles: a discard fills slot ``length``, a pile draw clears the top slot, so that
         # slots at and above ``pile_len`` hold 0 and both are one addition
         self._piles.view(-1).index_add_(0, pile_at, discard_rank - top_rank)
         self._pile_len.view(-1).index_add_(0, length_at, pile_delta)
 
-        self.discarded = torch.where(
-            active, tables.action_discarded.index_select(0, a), self.discarded
-        )
-        self.deck_pos = self.deck_pos + deck_draw
-        self.turn = self.turn + active
-        self.done = self.done | (self.deck_pos >= N) | (self.turn >= rules.max_turns)
+        self._discarded = torch.where(active, discarded, self._discarded)
+        self._deck_pos = self._deck_pos + deck_draw
+        self._turn = self._turn + active
+        self.done = self.done | (self._deck_pos >= N) | (self._turn >= rules.max_turns)
 
     def _check(self, actions: torch.Tensor) -> None:
         A = self.rules.n_actions
         in_range = (actions >= 0) & (actions < A)
-        legal = self.legal_mask().gather(1, actions.clamp(0, A - 1)[:, None]).squeeze(1)
+        legal = self.legal_mask().gather(1, actions.long().clamp(0, A - 1)[:, None]).squeeze(1)
         bad = ~self.done & ~(in_range & legal)
         if not bool(bad.any()):
             return
@@ -589,7 +650,7 @@ class GameBatch:
         T, C, R1, L = rules.n_types, rules.n_colors, rules.n_ranks + 1, rules.pile_capacity
         tables = _tables(rules, self.device)
         blocks = _feature_blocks(rules)
-        bits = (self.turn & 3).to(torch.int8)  # [B] bit 0: phase, bit 1: player to move
+        bits = self._turn.to(torch.int8).bitwise_and_(3)  # [B] bit 0: phase, bit 1: player to move
         to_move = bits >> tables.one
         viewer = to_move if player is None else player.to(torch.int8)
         # Every block but two is a small count: build them all in int8 ([F, B]) and convert
@@ -600,12 +661,21 @@ class GameBatch:
         def block(name: str) -> torch.Tensor:
             return feat[blocks[name]]
 
-        hands, expeditions, known = self._hands, self._expeditions, self._known
-        torch.addcmul(hands[0], hands[1] - hands[0], viewer, out=block("hand"))
-        own_minus_0 = (expeditions[1] - expeditions[0]).mul_(viewer)
-        torch.add(expeditions[0], own_minus_0, out=block("own_expeditions"))
-        torch.sub(expeditions[1], own_minus_0, out=block("opp_expeditions"))
-        torch.addcmul(known[1], known[0] - known[1], viewer, out=block("opp_known"))
+        def viewer_first(state: torch.Tensor, own: torch.Tensor, opponent: torch.Tensor) -> None:
+            """``own`` / ``opponent`` = the viewer's / the other player's row of ``state``."""
+            own_minus_0 = (state[1] - state[0]).mul_(viewer.to(state.dtype))
+            torch.add(state[0], own_minus_0, out=own)
+            torch.sub(state[1], own_minus_0, out=opponent)
+
+        # both expeditions, unpacked from [2, C, B] into their adjacent blocks
+        played = torch.empty_like(self._played)  # [2, C, B] the viewer's first
+        viewer_first(self._played, played[0], played[1])
+        own_and_opp = feat[blocks["own_expeditions"].start : blocks["opp_expeditions"].stop]
+        _unpack_into(tables, played, own_and_opp.view(2, C, R1, B))
+        # the packed hands and public copies: the viewer's hand, the opponent's public copies
+        viewer_first(self._hand_known, block("hand"), block("opp_known"))
+        block("hand").bitwise_and_(tables.hand_bits)
+        block("opp_known").bitwise_right_shift_(tables.known_shift)
 
         # pile_sequence holds rank index + 1 in the occupied slots, 0 above
         in_pile = (self._pile_len.view(C, 1, B) - tables.slots).clamp_(0, 1)  # [C, L + 1, B]
@@ -626,13 +696,15 @@ class GameBatch:
         torch.logical_not(phase - tables.phases, out=block("phase").view(torch.bool))
         torch.eq(viewer, to_move, out=block("to_move").view(torch.bool).view(B))
         torch.logical_not(viewer, out=block("seat").view(torch.bool).view(B))
-        discarded = self.discarded.to(torch.int8) - tables.discard_ids  # [C + 1, B]
+        discarded = self._discarded - tables.discard_ids  # [C + 1, B]
         torch.logical_not(discarded, out=block("discarded_color").view(torch.bool))
 
         out = feat.to(torch.float32)
         out[blocks["pile_sequence"]] /= R1
         deck_fraction = out[blocks["deck_fraction"]][0]
-        torch.div(self.deck_count, rules.deck_size - 2 * rules.hand_size, out=deck_fraction)
+        # (deck_pos - N) / -(N - 2H): the float32 quotient of cards left by cards after the deal
+        torch.sub(self._deck_pos, rules.deck_size, out=deck_fraction)
+        deck_fraction /= 2 * rules.hand_size - rules.deck_size
         return out.t()
 
 
@@ -648,6 +720,27 @@ def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
     score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
     score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
     return torch.where(n_cards > 0, score, 0)
+
+
+def _pack_cards(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
+    """[..., C, B] packed expeditions (``_played``) from copies per type [..., T, B]."""
+    C, R1 = rules.n_colors, rules.n_ranks + 1
+    counts = counts.unflatten(-2, (C, R1)).to(_played_dtype(rules))  # [..., C, R1, B]
+    return (counts << _tables(rules, counts.device).played_shift).sum(-2, dtype=counts.dtype)
+
+
+def _unpack_into(tables: _Tables, packed: torch.Tensor, out: torch.Tensor) -> None:
+    """Copies per (colour, rank index) ``out`` [..., C, R + 1, B] of packed sets [..., C, B]."""
+    out.copy_((packed.unsqueeze(-2) >> tables.played_shift).bitwise_and_(tables.played_mask))
+
+
+def _unpack_cards(rules: Rules, packed: torch.Tensor) -> torch.Tensor:
+    """[..., T, B] int8 copies per type of packed sets [..., C, B]."""
+    C, R1 = rules.n_colors, rules.n_ranks + 1
+    shape = (*packed.shape[:-2], C, R1, packed.shape[-1])
+    out = torch.empty(shape, dtype=torch.int8, device=packed.device)
+    _unpack_into(_tables(rules, packed.device), packed, out)
+    return out.flatten(-3, -2)
 
 
 def _top_ranks(rules: Rules, expeditions: torch.Tensor) -> torch.Tensor:
@@ -672,45 +765,56 @@ def random_legal_actions(
 ) -> torch.Tensor:
     """[B] int64: a uniformly random legal action per row of ``legal`` ([B, A] bool).
 
-    One uniform draw per row picks the k-th legal action through a running
-    count, far cheaper than drawing A numbers per row. Works batch-last (on
-    ``legal.t()``, contiguous for masks from :meth:`GameBatch.legal_mask`),
-    where the count is a sum of rows. Rows with no legal action get action 0.
+    One 16-bit draw r per row picks the k-th legal action, k = n - 1 - (r * n >> 16)
+    (n legal actions; each k has probability within 2**-16 of 1/n), through a running
+    count, far cheaper than drawing A numbers per row. r is row b's 16 bits of the
+    int64 words ``random_(-2**63, None)`` draws, word b // 4, little-endian: half as
+    many generator calls as ``torch.rand(B)``. Works batch-last (on ``legal.t()``,
+    contiguous for masks from :meth:`GameBatch.legal_mask`), where the count is a sum
+    of rows. Rows with no legal action get action 0.
     """
     B, A = legal.shape
     # int8 counts are enough below 128 actions (classic 106, six colours 127)
     count_dtype = torch.int8 if A < 128 else torch.int16
-    legal_t = legal.t().contiguous().view(torch.int8).to(count_dtype)  # [A, B]; ours: no copy
+    legal_t = legal.t().contiguous().view(torch.int8)  # [A, B]; ours: no copy
+    if count_dtype != torch.int8:
+        legal_t = legal_t.to(count_dtype)
     # The running count goes in two levels, so that every call works on whole rows
     # (``cumsum`` along the action axis is a slow strided scan on CPU): blocks of S
     # actions, then one-action blocks for the last ``A % S``. Block totals first, then
     # the count left before each block, then a scan inside the blocks.
     S = _count_block(A)
-    head = legal_t[: A - A % S].view(A // S, S, B)
-    G = A // S + A % S  # blocks
+    H, T = A // S, A % S
+    head = legal_t[: H * S].view(H, S, B)
+    G = H + T  # blocks
     totals = torch.empty(G, B, dtype=count_dtype, device=legal.device)
-    torch.sum(head, 1, dtype=count_dtype, out=totals[: A // S])
-    totals[A // S :] = legal_t[A - A % S :]
+    torch.sum(head, 1, dtype=count_dtype, out=totals[:H])
+    if T:
+        totals[H:] = legal_t[H * S :]
     n_legal = totals.sum(0, dtype=count_dtype)  # [B]
-    u = torch.rand(B, generator=generator, device=legal.device)
-    k = (u * n_legal).to(count_dtype)  # [B] which legal action, 0-based
-    # room[g] = k + 1 - (legal actions before block g)
+    # room[g] = k + 1 - (legal actions before block g); k + 1 = n - (r * n >> 16) is 0
+    # in rows with no legal action, so that no action is counted before the pick there
     room = torch.empty(G, B, dtype=count_dtype, device=legal.device)
     rooms, block_totals = room.unbind(0), totals.unbind(0)
-    torch.add(k, 1, out=rooms[0])
+    words = torch.empty((B + 3) // 4, dtype=torch.int64, device=legal.device)
+    words.random_(-(2**63), None, generator=generator)
+    r = words.view(torch.uint16)[:B].to(torch.int32)  # [B] uniform on 0..65535
+    # r * n < 2**23 (2**31 for int16 counts): bits 16.. of it, read as a strided view
+    # of its bytes (little-endian, as on every platform torch ships for), are
+    # r * n >> 16 without a shift and a conversion
+    size = n_legal.element_size()
+    torch.sub(n_legal, (r * n_legal).view(count_dtype)[2 // size :: 4 // size], out=rooms[0])
     for g in range(1, G):
         torch.sub(rooms[g - 1], block_totals[g - 1], out=rooms[g])
     # left[a] = k + 1 - (legal actions up to a): >= 1 exactly for the actions before the pick
     left = torch.empty(A, B, dtype=count_dtype, device=legal.device)
-    torch.sub(room[A // S :], legal_t[A - A % S :], out=left[A - A % S :])
-    before = room[: A // S]
-    for head_s, left_s in zip(
-        head.unbind(1), left[: A - A % S].view_as(head).unbind(1), strict=True
-    ):
+    if T:
+        torch.sub(room[H:], legal_t[H * S :], out=left[H * S :])
+    before = room[:H]
+    for head_s, left_s in zip(head.unbind(1), left[: H * S].view_as(head).unbind(1), strict=True):
         before = torch.sub(before, head_s, out=left_s)
-    # the (k+1)-th legal action's index = how many actions come before it
-    action = left.clamp_(0, 1).sum(0, dtype=count_dtype)
-    return (action * n_legal.clamp(max=1)).long()
+    # the (k+1)-th legal action's index = how many actions come before it (0 if none)
+    return left.clamp_(0, 1).sum(0, dtype=count_dtype).long()
 
 
 @cache
