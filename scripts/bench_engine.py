@@ -2,7 +2,8 @@
 
 Prints actions/s of the reference engine (one game, Python) and of the batched
 engine at several batch sizes and torch thread counts, each the median of
-``--repeats`` runs in this one process, with the batched/reference ratio; the
+``--repeats`` rounds in this one process (a round times every configuration once),
+with the median of the per-round batched/reference ratios; the
 split of one random-play step between ``legal_mask``, ``random_legal_actions``
 and ``step`` at the largest batch on one thread; and the cost of ``encode()``
 per row at each thread count. ``--json`` prints the same figures for machines.
@@ -89,25 +90,30 @@ def main() -> None:
     args = parser.parse_args()
     rules = Rules.classic()
 
-    reference = statistics.median(
-        reference_actions_per_s(rules, 1.0, seed) for seed in range(args.repeats)
-    )
-    rows = []
-    for threads in args.threads:
+    # Each repeat times the reference engine and then every batched configuration, so
+    # that the ratios pair figures from the same minute (this machine's speed drifts).
+    configs = [(threads, size) for threads in args.threads for size in args.sizes]
+    for threads, size in configs:  # warm-up
         torch.set_num_threads(threads)
-        for size in args.sizes:
-            batched_actions_per_s(rules, size, seed=99)  # warm-up
-            rate = statistics.median(
-                batched_actions_per_s(rules, size, seed) for seed in range(args.repeats)
-            )
-            rows.append(
-                {
-                    "threads": threads,
-                    "batch": size,
-                    "actions_per_s": rate,
-                    "vs_reference": rate / reference,
-                }
-            )
+        batched_actions_per_s(rules, size, seed=99)
+    references, rates = [], {config: [] for config in configs}
+    for seed in range(args.repeats):
+        references.append(reference_actions_per_s(rules, 1.0, seed))
+        for threads, size in configs:
+            torch.set_num_threads(threads)
+            rates[threads, size].append(batched_actions_per_s(rules, size, seed))
+    reference = statistics.median(references)
+    rows = [
+        {
+            "threads": threads,
+            "batch": size,
+            "actions_per_s": statistics.median(rates[threads, size]),
+            "vs_reference": statistics.median(
+                rate / ref for rate, ref in zip(rates[threads, size], references, strict=True)
+            ),
+        }
+        for threads, size in configs
+    ]
     torch.set_num_threads(1)
     largest = max(args.sizes)
     runs = [part_ms(rules, largest, seed) for seed in range(args.repeats)]
