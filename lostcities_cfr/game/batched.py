@@ -237,7 +237,12 @@ def _offsets(rules: Rules, device: torch.device, B: int) -> _Offsets:
 
 
 _STATE = ("_hand_known", "_played", "_piles", "_pile_len", "_deck", "_top")
-_FLAT = {"_deck_pos": torch.int32, "_turn": torch.int32, "_discarded": torch.int8, "done": torch.bool}
+_FLAT = {
+    "_deck_pos": torch.int32,
+    "_turn": torch.int32,
+    "_discarded": torch.int8,
+    "done": torch.bool,
+}
 
 
 class GameBatch:
@@ -560,8 +565,8 @@ class GameBatch:
         games = offsets.games
         active = ~self.done
         # legal actions imply the phase, so the action alone says what happens; finished
-        # games (which may pass anything) get the no-op action A
-        a = actions.to(torch.int32).masked_fill_(self.done, rules.n_actions)
+        # games (which may pass anything) get the no-op action A (a copy: never the caller's)
+        a = actions.to(torch.int32, copy=True).masked_fill_(self.done, rules.n_actions)
         effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
         effect = effect.view(torch.int8).view(B, len(_ACTION8)).unbind(1)
         discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = (

@@ -90,9 +90,11 @@ def test_finished_games_ignore_actions_and_have_no_legal_action():
     batch = GameBatch.new(CLASSIC, 6, seed=2)
     play_random(batch, 2)
     finished = batch.clone()
-    batch.step(torch.full((6,), -7))  # ignored, not an error
+    actions = torch.full((6,), -7, dtype=torch.int32)  # the engine's own index dtype
+    batch.step(actions)  # ignored, not an error
     assert batch.to_states() == finished.to_states()
     assert not batch.legal_mask().any()
+    assert (actions == -7).all()  # the caller's tensor is left as it was
 
 
 def test_select_forks_games_that_then_diverge():
