@@ -27,7 +27,7 @@ as stored / as the batch-first property shows it (copies marked *):
  ``known``        * int8 [B, 2, T]             public copies in each hand (taken from a pile)
 ``_played``       int16/32 [2, C, B]           each expedition as a set: wagers, rank bits
  ``expeditions``  * int8 [B, 2, T]             copies of each type in each player's expeditions
-``_piles``        int8 [C, L, B] / [B, C, L]   rank index in each pile slot, bottom first; 0 above
+``_piles``        int8 [L, C, B] / [B, C, L]   rank index in each pile slot, bottom first; 0 above
 ``_pile_len``     int8 [C, B] / * int64 [B, C] cards in each discard pile
 ``_deck``         int8 [N, B] / [B, N]         the shuffle in draw order; slot ``deck_pos`` is next
 ``_top``          int8 [2, C, B]               highest rank index in each expedition (0: none)
@@ -207,11 +207,9 @@ class _Offsets:
     games64: torch.Tensor  # [B] int64 (scatter_reduce_ takes no other index dtype)
     # ``row * B`` of the row an action touches (0 where it touches none), by action ([A + 1])
     pile_row: torch.Tensor  # discard, pile draw: the colour (into [C, B])
-    slot_row: torch.Tensor  # discard, pile draw: slot 0 of the colour's pile (into [C, L, B])
     # ... and by ``turn % 4 * (A + 1) + action`` ([4 * (A + 1)]), where the player matters:
     hand_row: torch.Tensor  # play, discard: the card; pile draw: the colour's wager ([2, T, B])
     play_row: torch.Tensor  # int64; play: the colour's expedition (into [2, C, B])
-    deck_row: torch.Tensor  # [N + 1]: deck slot * B, by ``deck_pos``
 
 
 @lru_cache(maxsize=16)
@@ -229,10 +227,8 @@ def _offsets(rules: Rules, device: torch.device, B: int) -> _Offsets:
         games=games.to(dtype),
         games64=games,
         pile_row=rows([c if k in (1, 3) else 0 for k, c, _ in actions]),
-        slot_row=rows([c * L if k in (1, 3) else 0 for k, c, _ in actions]),
         hand_row=rows([p * T + t for p in players for _, _, t in actions]),
         play_row=rows([(p * C + c) * (k == 0) for p in players for k, c, _ in actions]).long(),
-        deck_row=rows(list(range(N + 1))),
     )
 
 
@@ -271,6 +267,12 @@ class GameBatch:
         missing = set((*_STATE, *_FLAT)) - set(state) - {"_top"}
         if missing:
             raise ValueError(f"GameBatch needs state tensors {sorted(missing)}")
+        slots_colors = (rules.pile_capacity, rules.n_colors)
+        if tuple(state["_piles"].shape[:2]) != slots_colors:
+            raise ValueError(
+                f"_piles must be [L, C, B] = [{slots_colors[0]}, {slots_colors[1]}, B] (slot-major), "
+                f"got {list(state['_piles'].shape)}"
+            )
         self.rules = rules
         state["_pile_len"] = state["_pile_len"].to(torch.int8)
         state.update({name: state[name].to(dtype) for name, dtype in _FLAT.items()})
@@ -319,7 +321,7 @@ class GameBatch:
         return {
             "_hands": z(2, T, B),
             "_expeditions": z(2, T, B),
-            "_piles": z(C, L, B),
+            "_piles": z(L, C, B),
             "_pile_len": z(C, B),
             "_deck": z(N, B),
             "_known": z(2, T, B),
@@ -349,7 +351,7 @@ class GameBatch:
                         z["_expeditions"][p, rules.type_id(c, r), b] += 1
                 z["_known"][p, :, b] = torch.tensor(s.known[p], dtype=torch.int8)
             for c, ranks in enumerate(s.piles):
-                z["_piles"][c, : len(ranks), b] = torch.tensor(ranks, dtype=torch.int8)
+                z["_piles"][: len(ranks), c, b] = torch.tensor(ranks, dtype=torch.int8)
                 z["_pile_len"][c, b] = len(ranks)
             z["_deck_pos"][b] = N - len(s.deck)
             z["_deck"][N - len(s.deck) :, b] = torch.tensor(s.deck, dtype=torch.int8)
@@ -401,7 +403,7 @@ class GameBatch:
     @property
     def piles(self) -> torch.Tensor:
         """[B, C, L] int8 view: rank index per slot, bottom first."""
-        return self._piles.permute(2, 0, 1)
+        return self._piles.permute(2, 1, 0)
 
     @property
     def pile_len(self) -> torch.Tensor:
@@ -583,10 +585,11 @@ class GameBatch:
         length_at = offsets.pile_row.index_select(0, a) + games  # [B] into [C, B]
         length = self._pile_len.view(-1).index_select(0, length_at)  # [B] int8
         slot = length * (pile_delta * pile_delta) - pile_draw  # discard: length, draw: length - 1
-        pile_at = offsets.slot_row.index_select(0, a) + games + slot.to(games.dtype) * B
+        # slot-major piles ([L, C, B]): the slot's row is the pile's [C, B] row + slot * C * B
+        pile_at = torch.add(length_at, slot, alpha=rules.n_colors * B)
         top_rank = self._piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
         # the card a draw takes: the deck's next, or the top of the pile
-        deck_at = torch.addcmul(games, offsets.deck_row.index_select(0, self._deck_pos), deck_draw)
+        deck_at = torch.addcmul(games, self._deck_pos, deck_draw, value=B)  # [B] into [N, B]
         drawn = torch.addcmul(top_rank, self._deck.view(-1).index_select(0, deck_at), deck_draw)
 
         # hands, expeditions and public copies at the card given or taken
@@ -685,7 +688,7 @@ class GameBatch:
         # pile_sequence holds rank index + 1 in the occupied slots, 0 above
         in_pile = (self._pile_len.view(C, 1, B) - tables.slots).clamp_(0, 1)  # [C, L + 1, B]
         sequence = block("pile_sequence").view(C, L, B)
-        torch.addcmul(in_pile[:, :L], self._piles, in_pile[:, :L], out=sequence)
+        torch.addcmul(in_pile[:, :L], self._piles.transpose(0, 1), in_pile[:, :L], out=sequence)
         counts = sequence.view(C, L, 1, B) - tables.rank_ids.view(R1, 1)  # [C, L, R1, B]
         torch.logical_not(counts, out=counts.view(torch.bool))
         torch.sum(counts, 1, dtype=torch.int8, out=block("pile_counts").view(C, R1, B))

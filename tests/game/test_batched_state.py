@@ -50,6 +50,9 @@ def test_low_level_constructor_accepts_the_state_without_derived_tensors():
     assert torch.equal(rebuilt.legal_mask(), batch.legal_mask())
     assert torch.equal(rebuilt.encode(), batch.encode())
     assert batch.pile_len.dtype == torch.int64 and batch.pile_len.shape == (6, rules.n_colors)
+    colour_major = {**old_style, "_piles": batch._piles.transpose(0, 1)}  # [C, L, B]: not ours
+    with pytest.raises(ValueError, match=r"_piles must be \[L, C, B\]"):
+        GameBatch(rules, **colour_major)
 
 
 @pytest.mark.parametrize("width", [1, 2, 7, 13, 106, 127, 128, 151])
