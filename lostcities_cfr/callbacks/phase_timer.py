@@ -17,8 +17,16 @@ from lostcities_cfr.training import metrics
 # Phases the model times itself (``DeepCFR.iteration_metrics``) or evaluation
 # adds; each gets ``time/<phase>_share`` of the iteration. Network queries and
 # buffer writes happen inside the traversal, so their shares are part of its share.
-PHASES = ("traversal", "policy_network", "memory_add", "advantage_train", "strategy_train", "eval")
-DISJOINT_PHASES = ("traversal", "advantage_train", "strategy_train", "eval")
+PHASES = (
+    "traversal",
+    "policy_network",
+    "memory_add",
+    "advantage_train",
+    "strategy_train",
+    "value_train",
+    "eval",
+)
+DISJOINT_PHASES = ("traversal", "advantage_train", "strategy_train", "value_train", "eval")
 GB = 2**30
 
 

@@ -6,7 +6,14 @@ Both engines build their features block by block in the order of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import torch
+
 from lostcities_cfr.game.rules import Rules
+
+if TYPE_CHECKING:
+    from lostcities_cfr.game.batched import GameBatch
 
 BLOCK_ORDER = (
     "hand",
@@ -53,3 +60,25 @@ def feature_blocks(rules: Rules) -> dict[str, slice]:
 def feature_size(rules: Rules) -> int:
     """F = 7T + C*L + C + 6 (421 for classic rules)."""
     return feature_blocks(rules)["discarded_color"].stop
+
+
+def history_feature_size(rules: Rules) -> int:
+    """H = F + 2T: the player to move's features, the opponent's hand and the deck's contents."""
+    return feature_size(rules) + 2 * rules.n_types
+
+
+def encode_history(batch: GameBatch) -> torch.Tensor:
+    """[B, H] float32 features of the whole state, for a history value network.
+
+    The information state of the player to move (:meth:`GameBatch.encode`), then the
+    opponent's hand (copies per type) and the deck's contents (copies per type, in no
+    order): everything but the deck's order, which no player may condition on.
+    """
+    rules = batch.rules
+    blocks = feature_blocks(rules)
+    features = batch.encode()  # [B, F]
+    opponent = (1 - batch.current_player).view(-1, 1, 1).expand(-1, 1, rules.n_types)
+    opponent_hand = batch.hands.gather(1, opponent).squeeze(1).float()  # [B, T]
+    # unseen = deck + the opponent's hand - its public copies
+    deck = features[:, blocks["unseen"]] - opponent_hand + features[:, blocks["opp_known"]]
+    return torch.cat([features, opponent_hand, deck], dim=1)
