@@ -36,7 +36,7 @@ from pytorch_lightning.trainer.states import TrainerFn
 from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
-from lostcities_cfr.arena import RULE_PRESETS, EvaluationResult, evaluate
+from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.exploitability import exploitability, game_tree, uniform_policy
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
@@ -470,12 +470,10 @@ def _eval_metrics(policy: str, result: EvaluationResult) -> dict[str, float]:
 def _resolve_rules(rules: str | Rules) -> Rules:
     if isinstance(rules, Rules):
         return rules
-    if rules not in RULE_PRESETS:
-        raise ConfigError(
-            f"DeepCFR rules={rules!r}: unknown preset; expected one of {sorted(RULE_PRESETS)} "
-            "or a Rules mapping of its fields"
-        )
-    return RULE_PRESETS[rules]()
+    try:
+        return Rules.preset(rules)
+    except ConfigError as error:
+        raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
 def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
