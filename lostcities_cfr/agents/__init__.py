@@ -10,6 +10,7 @@ from lostcities_cfr.agents.base import Agent, AgentRandomness, act_single, agent
 from lostcities_cfr.agents.basic import DiscardOnlyAgent, NoisyAgent, RandomAgent
 from lostcities_cfr.agents.heuristic import HEURISTIC_PRESETS, HeuristicAgent, HeuristicParams
 from lostcities_cfr.agents.network import NetworkAgent, PolicyHead
+from lostcities_cfr.agents.random_actions import random_legal_actions
 from lostcities_cfr.agents.specs import (
     agent_from_spec,
     agent_kinds,
@@ -35,5 +36,6 @@ __all__ = [
     "agent_name",
     "describe_agent_specs",
     "expect_arguments",
+    "random_legal_actions",
     "register_agent_kind",
 ]

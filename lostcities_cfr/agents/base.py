@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
 
-from lostcities_cfr.game.batched import GameBatch, random_legal_actions
+from lostcities_cfr.agents.random_actions import random_legal_actions
+from lostcities_cfr.game.batched import GameBatch
 
 if TYPE_CHECKING:
     from lostcities_cfr.game.reference import GameState
