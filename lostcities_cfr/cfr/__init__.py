@@ -9,7 +9,6 @@ from lostcities_cfr.cfr.exploitability import (
     exploitability,
     game_tree,
     nash_conv,
-    uniform_policy,
 )
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import (
@@ -19,7 +18,7 @@ from lostcities_cfr.cfr.networks import (
     masked_softmax,
 )
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
-from lostcities_cfr.cfr.regret_matching import regret_matching
+from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import (
     ReservoirBatch,
     ReservoirBuffer,
@@ -47,5 +46,5 @@ __all__ = [
     "nash_conv",
     "regret_matching",
     "reservoir_slots",
-    "uniform_policy",
+    "uniform_strategy",
 ]

@@ -7,8 +7,9 @@ from sampler_runs import (
     run_from,
     second_decisions,
 )
-from traversal_reference import TINY, buffers, held, make_queue, rows_at, uniform_head
+from traversal_reference import TINY, buffers, held, make_queue, rows_at
 
+from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
@@ -48,7 +49,7 @@ def test_cost_per_traversal_stays_within_the_bound(branch_prob):
 def test_rows_are_well_formed_and_each_step_submits_once_per_network():
     # Uniform strategies: every regret row sums to 0 over its legal actions.
     stats, advantage, strategy, queue = traverse(
-        BudgetedSampling(branch_prob=0.5), heads=(uniform_head, uniform_head)
+        BudgetedSampling(branch_prob=0.5), heads=(uniform_strategy, uniform_strategy)
     )
     assert stats.traversals == 300
     assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
@@ -67,7 +68,7 @@ def test_full_size_rounds_finish_within_the_bound():
     classic = Rules.classic()
     sampler = BudgetedSampling(walkers=2, branch_prob=0.1, max_branches=1)
     stats, advantage, _, _ = traverse(
-        sampler, n=2, heads=(uniform_head, uniform_head), rules=classic
+        sampler, n=2, heads=(uniform_strategy, uniform_strategy), rules=classic
     )
     assert 0 < stats.nodes <= 2 * sampler.node_bound(classic)
     _, legal, regrets = held(advantage)

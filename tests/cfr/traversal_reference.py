@@ -14,10 +14,6 @@ TINY = Rules.tiny()
 F, A = feature_size(TINY), TINY.n_actions
 
 
-def uniform_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    return legal / legal.sum(1, keepdim=True).clamp(min=1)
-
-
 def argmax_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """A deterministic strategy: all probability on the legal action with the top output."""
     best = outputs.masked_fill(~legal, float("-inf")).argmax(1, keepdim=True)
