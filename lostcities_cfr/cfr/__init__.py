@@ -11,12 +11,7 @@ from lostcities_cfr.cfr.exploitability import (
     nash_conv,
 )
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
-from lostcities_cfr.cfr.networks import (
-    NetworkConfig,
-    PolicyMLP,
-    masked_advantages,
-    masked_softmax,
-)
+from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP, masked_softmax
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import (
@@ -41,7 +36,6 @@ __all__ = [
     "exploitability",
     "game_tree",
     "last_writers",
-    "masked_advantages",
     "masked_softmax",
     "nash_conv",
     "regret_matching",

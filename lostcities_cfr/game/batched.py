@@ -285,10 +285,6 @@ class GameBatch:
         index = torch.as_tensor(index, dtype=torch.int64, device=self.device)
         return self._map(lambda v, dim: v.index_select(dim, index))
 
-    def repeat(self, k: int) -> GameBatch:
-        """Each game repeated ``k`` times in a row ([B * k]): game b becomes rows b*k..b*k+k-1."""
-        return self._map(lambda v, dim: v.repeat_interleave(k, dim=dim))
-
     def clone(self) -> GameBatch:
         return self._map(lambda v, dim: v.clone())
 

@@ -105,7 +105,6 @@ def test_select_forks_games_that_then_diverge():
     assert states[0] == states[2] != states[1]
     assert batch.to_states()[1].turn == 10  # the source batch is untouched
     assert GameBatch.cat([batch, forks]).batch_size == 7
-    assert batch.repeat(2).to_states()[2:4] == [batch.to_states()[1]] * 2
 
 
 def test_encode_shape_and_viewer_argument():
