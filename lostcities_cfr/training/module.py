@@ -447,7 +447,7 @@ class DeepCFR(pl.LightningModule):
 
 
 def _eval_metrics(policy: str, result: EvaluationResult) -> dict[str, float]:
-    """``eval/<policy>/<opponent>/...`` metrics of one evaluation (design page names)."""
+    """``eval/<policy>/<opponent>/...`` metrics of one evaluation (``docs/architecture.md`` names)."""
     prefix = f"eval/{policy}/{result.opponent}"
     rounds = result.rounds
     return {
