@@ -20,7 +20,7 @@ from lostcities_cfr.cfr.reservoir import (
     last_writers,
     reservoir_slots,
 )
-from lostcities_cfr.cfr.traversal import Sampler, TraversalStats
+from lostcities_cfr.cfr.traversal import Sampler, TraversalContext, TraversalStats
 
 __all__ = [
     "BudgetedSampling",
@@ -32,6 +32,7 @@ __all__ = [
     "ReservoirBuffer",
     "Sampler",
     "TinyGameTree",
+    "TraversalContext",
     "TraversalStats",
     "exploitability",
     "game_tree",

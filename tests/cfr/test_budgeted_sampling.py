@@ -7,7 +7,7 @@ from sampler_runs import (
     run_from,
     second_decisions,
 )
-from traversal_reference import TINY, buffers, held, make_queue, rows_at
+from traversal_reference import TINY, buffers, context, held, make_queue, rows_at
 
 from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
@@ -26,9 +26,7 @@ def node_bound(sampler: BudgetedSampling, rules: Rules) -> int:
 def traverse(sampler, n=300, heads=MIXED_HEADS, rules=TINY, seed=0):
     queue = make_queue(heads, rules=rules)
     advantage, strategy = buffers(rules=rules)
-    stats = sampler.traverse(
-        rules, 0, n, 1, queue, advantage, strategy, torch.Generator().manual_seed(seed)
-    )
+    stats = sampler.traverse(context(queue, advantage, strategy, seed=seed, rules=rules), n)
     return stats, advantage, strategy, queue
 
 
