@@ -5,43 +5,52 @@ Computing a History Value Function to Estimate Regret" (ICLR 2023).
 
 Each traversal is one trajectory. The opponent plays its current strategy ``sigma``; the
 traverser plays a fixed *sampling policy* ``mu`` with full support (a mixture of uniform
-play, a guide agent such as ``heuristic:balanced``, and optionally ``sigma`` itself). At
-every decision ``h`` the history value network ``Q(h, .)``, which sees the whole state
-(both hands; the deck's contents but not its order: :func:`~lostcities_cfr.game.encoding.encode_history`),
-gives the value of each action for the player to move when both players follow ``sigma``
-afterwards. Every traverser decision on the trajectory then yields the advantage row
+play, a guide agent such as ``heuristic:balanced``, and ``sigma`` itself). The history
+value network ``V(s)`` sees the whole state (both hands, and the deck's contents but not
+its order: :func:`~lostcities_cfr.game.encoding.encode_history`) and estimates the return
+of the player to move when both players follow ``sigma`` from ``s`` on. At a traverser
+decision ``h`` every legal action ``a`` is tried on a copy of the game, and the child
+``h.a`` is valued by the network (by its score where the round ends there), from the
+traverser's side: ``q(a) = V(h.a)``, negated where the opponent moves in ``h.a``. The
+decision yields the advantage row
 
-    r(a) = Q(h, a) - sum_b sigma(b) Q(h, b)        for every legal a,
+    r(a) = q(a) - sum_b sigma(b) q(b)        for every legal a,
 
-and every opponent decision a strategy row, as in Deep CFR. No playout and no importance
-weight enters a row: its noise is the value network's error, not the luck of a playout,
-and every traverser node pays for itself (about two decision nodes per advantage row,
-against ~1,500 for :class:`~lostcities_cfr.cfr.budgeted_sampling.BudgetedSampling`).
+and every opponent decision a strategy row, as in Deep CFR. This is ESCHER's estimator
+with its history value function evaluated on the children (its reference code's
+"all actions" mode): one network of states, trained on every state it sees, rather than
+one output per action trained only where that action was taken. No playout and no
+importance weight enters a row: its noise is the value network's error, not the luck of
+a playout, and every traverser decision pays for itself: about two trajectory nodes and
+a child per legal action per advantage row, against ~1,500 nodes for
+:class:`~lostcities_cfr.cfr.budgeted_sampling.BudgetedSampling`. A deck draw's child
+holds the card the walker's deck holds next: one sample of the draw, unbiased over
+traversals, since the deck's order is uniformly random given what the traverser knows.
 
-The value network learns from the same trajectories. Its target for the action taken at
-``h_t`` is a Retrace(lambda) return (Munos, Stepleton, Harutyunyan & Bellemare, NeurIPS
-2016), which evaluates ``sigma`` from data of the sampling policy without exploding weights:
-
-    G_t = V(h_{t+1}) + c_{t+1} (G_{t+1} - Q(h_{t+1}, a_{t+1})),   V(h) = sum_b sigma(b) Q(h, b),
-    c_t = lambda * min(1, sigma(a_t) / mu(a_t)),
-
-with ``G_t`` the final score difference where the game ended after ``a_t``. At the
-opponent's nodes ``mu = sigma`` and the trace runs at ``lambda``; where the traverser took
-an action ``sigma`` seldom plays, the trace is cut and the return bootstraps from ``Q``.
-``docs/algorithms.md`` states the estimator and its biases.
+The value network learns from the same trajectories, as ESCHER's reference code does:
+each trajectory switches to *on-policy* play at a decision ``k`` drawn uniformly from
+``[0, switch_range)``. Before ``k`` it samples as above and writes advantage rows; the
+action at ``k`` is still drawn from the sampling policy (an exploring action), and from
+then on both players follow ``sigma``. So the round's final score difference is an
+unbiased sample of ``V(s_t)`` for every state ``s_t`` after decision ``k`` (the first of
+them an exploring child, the kind of state the advantage rows value), and those states
+become the value rows; states before, whose continuation was not ``sigma``'s, teach the
+value network nothing. ``docs/algorithms.md`` states the estimator and its biases.
 
 Rounds that drag on (players trading discard piles) are cut after ``max_decisions``
-decisions without a penalty: the cut trajectory's last return is ``V`` of the state where it
-stopped, and the cut share is reported (``TraversalStats.truncated``).
+decisions without a penalty: the value rows of a cut trajectory take ``V`` of the state
+where it stopped as their return, and the cut share is reported
+(``TraversalStats.truncated``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import torch
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.traversal import (
     Sampler,
     TraversalContext,
@@ -52,6 +61,7 @@ from lostcities_cfr.cfr.traversal import (
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history
+from lostcities_cfr.inference import InferenceQueue
 
 VALUE_NETWORK = "value"  # the queue name of the history value network
 
@@ -69,10 +79,10 @@ class ESCHERSampling(Sampler):
             so that every legal action is sampled sometimes.
         guide: agent spec whose action gets ``guide_weight`` in the sampling policy, so
             that trajectories visit the states a sensible player reaches; None for none.
-        guide_weight: its weight.
-        trace_decay: Retrace's lambda in [0, 1]: 0 bootstraps every value target from the
-            next state, 1 follows the trajectory as far as the sampling policy agrees
-            with ``sigma``.
+        guide_weight: its weight; the rest of the sampling policy is ``sigma``.
+        switch_range: each trajectory turns on-policy at a decision drawn uniformly from
+            ``[0, switch_range)`` (module docstring): larger values write more advantage
+            rows and fewer value rows per trajectory.
         max_decisions: cut trajectories after this many decisions (penalty-free, see the
             module docstring); None never cuts.
     """
@@ -86,7 +96,7 @@ class ESCHERSampling(Sampler):
         exploration: float = 0.2,
         guide: str | None = "heuristic:balanced",
         guide_weight: float = 0.4,
-        trace_decay: float = 0.9,
+        switch_range: int = 120,
         max_decisions: int | None = 300,
     ) -> None:
         super().__init__(walkers, utility_scale)
@@ -96,8 +106,8 @@ class ESCHERSampling(Sampler):
             raise ConfigError(
                 f"ESCHERSampling guide_weight={guide_weight}; it must lie in [0, 1 - exploration]"
             )
-        if not 0 <= trace_decay <= 1:
-            raise ConfigError(f"ESCHERSampling trace_decay={trace_decay}; it must lie in [0, 1]")
+        if switch_range < 1:
+            raise ConfigError(f"ESCHERSampling switch_range={switch_range}; it must be at least 1")
         if max_decisions is not None and max_decisions < 1:
             raise ConfigError(
                 f"ESCHERSampling max_decisions={max_decisions}; it must be at least 1, or None"
@@ -111,7 +121,7 @@ class ESCHERSampling(Sampler):
         self.exploration = exploration
         self.guide = guide
         self.guide_weight = guide_weight
-        self.trace_decay = trace_decay
+        self.switch_range = switch_range
         self.max_decisions = max_decisions
 
     def sampling_policy(
@@ -119,8 +129,8 @@ class ESCHERSampling(Sampler):
     ) -> torch.Tensor:
         """The traverser's sampling policy ``mu`` [n, A] at the games ``rows`` [n] of ``games``,
         given their ``sigma`` and ``legal`` ([n, A])."""
-        uniform = legal / legal.sum(1, keepdim=True).clamp(min=1)
-        mu = self.exploration * uniform + (1 - self.exploration - self.guide_weight) * sigma
+        mu = self.exploration * uniform_strategy(sigma, legal)
+        mu += (1 - self.exploration - self.guide_weight) * sigma
         if self._guide is not None and self.guide_weight > 0:
             # Lockstep games share the player to move, so the guide's batch is the whole
             # batch (finished games answer with an action nobody plays).
@@ -135,101 +145,109 @@ class ESCHERSampling(Sampler):
                 "module builds them when the sampler has `value_network`"
             )
         B, device = games.batch_size, games.device
-        traverser, queue = context.traverser, context.queue
+        traverser, queue, generator = context.traverser, context.queue, context.generator
         games = games.clone()
         walker = torch.arange(B, device=device)  # [b] the trajectory of each row
-        steps: list[_Step] = []
+        # The decision at which each trajectory turns on-policy (counted from its start).
+        switch = games.turn + torch.randint(
+            self.switch_range, (B,), generator=generator, device=device
+        )  # [b]
+        # On-policy states wait here for their trajectory's outcome: (walker, history
+        # features, +1/-1 for the player to move being player 0 / 1).
+        value_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         outcome = torch.zeros(B, device=device)  # [B] player 0's final return, or V at a cut
 
-        while (next_rows := live_rows(games, [walker])) is not None:
-            games, (walker,), alive, live = next_rows
+        while (next_rows := live_rows(games, [walker, switch])) is not None:
+            games, (walker, switch), alive, live = next_rows
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
-            history = encode_history(games)  # [b, H]
-            value_ticket = queue.submit(VALUE_NETWORK, history[live], legal[live])
-            sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
-            q = torch.zeros(legal.shape, device=device)  # [b, A] Q(h, .) for the mover
-            q[live] = value_ticket.result().float() * legal[live]
-            v = (sigma * q).sum(1)  # [b] V(h) for the mover
-            context.stats.nodes += len(live)
-            mover = games.current_player  # [b]
+            turn, mover = games.turn, games.current_player  # [b] each
             to_player0 = 1.0 - 2.0 * mover.float()  # [b] +1 where player 0 moves
-
+            cut = torch.zeros_like(alive)
             if self.max_decisions is not None:
-                cut = alive & (games.turn >= self.max_decisions)
-                if cut.any():
-                    outcome[walker[cut]] = (to_player0 * v)[cut]
-                    context.stats.truncated += int(cut.sum())
-                    games.done = games.done | cut
-                    alive = alive & ~cut
-            mine = (alive & (mover == traverser)).nonzero().squeeze(1)
+                cut = alive & (turn >= self.max_decisions)
+            # On-policy states become value rows; a cut one needs V of itself as its return.
+            valued = alive & (turn > switch)
+            cut_rows = cut.nonzero().squeeze(1)
+            if len(cut_rows):
+                cut_ticket = queue.submit(
+                    VALUE_NETWORK, encode_history(games.select(cut_rows)), _one(cut_rows)
+                )
+            mine = alive & ~cut & (mover == traverser)
+            sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
+            if len(sampled):
+                children = self._children(games, sampled, legal[sampled], traverser, queue)
+            sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
+            context.stats.nodes += len(live)
+
+            if len(cut_rows):
+                outcome[walker[cut_rows]] = to_player0[cut_rows] * cut_ticket.result()[:, 0]
+                context.stats.truncated += len(cut_rows)
+                games.done = games.done | cut
+                alive = alive & ~cut
+            on_policy = (valued & alive).nonzero().squeeze(1)
+            if len(on_policy):
+                history = encode_history(games.select(on_policy)).half()
+                value_rows.append((walker[on_policy], history, to_player0[on_policy]))
+            if len(sampled):
+                q = children()  # [n, A] the children's values for the traverser
+                regrets = q - (sigma[sampled] * q).sum(1, keepdim=True)
+                context.add_advantage_rows(
+                    features[sampled], legal[sampled], regrets * legal[sampled]
+                )
             theirs = (alive & (mover != traverser)).nonzero().squeeze(1)
-            if len(mine):
-                regrets = (q[mine] - v[mine, None]) * legal[mine]
-                context.add_advantage_rows(features[mine], legal[mine], regrets)
             if len(theirs):
                 context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
 
-            mu = sigma.clone()  # [b, A] the opponent samples sigma
-            if len(mine):
-                mu[mine] = self.sampling_policy(games, mine, sigma[mine], legal[mine])
-            actions = sample_actions(mu, context.generator)  # [b]; finished rows ignore theirs
-            rows = alive.nonzero().squeeze(1)
-            taken = actions[rows, None]
-            ratio = (sigma[rows].gather(1, taken) / mu[rows].gather(1, taken)).squeeze(1)
-            steps.append(
-                _Step(
-                    walker=walker[rows],
-                    history=history[rows].half(),
-                    action=actions[rows],
-                    q=(to_player0 * q.gather(1, actions[:, None]).squeeze(1))[rows],
-                    v=(to_player0 * v)[rows],
-                    trace=self.trace_decay * ratio.clamp(max=1.0),
-                    to_player0=to_player0[rows],
+            probs = sigma  # [b, A]: sigma, or the sampling policy where the traverser explores
+            explorers = (mine & (turn <= switch)).nonzero().squeeze(1)
+            if len(explorers):
+                probs = sigma.clone()
+                probs[explorers] = self.sampling_policy(
+                    games, explorers, sigma[explorers], legal[explorers]
                 )
-            )
+            actions = sample_actions(probs, generator)  # [b]; finished rows ignore theirs
             games.step(actions, check=False)
             ended = (games.done & alive).nonzero().squeeze(1)
             if len(ended):
                 outcome[walker[ended]] = self.utility(games, 0, ended)
 
-        self._write_value_rows(steps, outcome, context)
+        for rows, history, to_player0 in value_rows:
+            returns = (to_player0 * outcome[rows])[:, None]  # [n, 1] the mover's return
+            context.add_value_rows(history, torch.ones_like(returns, dtype=torch.bool), returns)
 
-    @staticmethod
-    def _write_value_rows(
-        steps: list[_Step], outcome: torch.Tensor, context: TraversalContext
-    ) -> None:
-        """Retrace returns of every recorded decision, computed backwards; rows to the value
-        buffer, each with its target at the action taken (the mover's return)."""
-        # Per walker, its later decision's G, Q, V and c, filled in as the steps go back.
-        # A walker's last decision is followed by the end of its round (or its cut): G =
-        # its outcome.
-        seen = torch.zeros(len(outcome), dtype=torch.bool, device=outcome.device)  # [W]
-        later_return, later_q, later_v, later_trace = (torch.zeros_like(outcome) for _ in range(4))
-        A = context.rules.n_actions
-        for step in reversed(steps):
-            w = step.walker
-            bootstrapped = later_v[w] + later_trace[w] * (later_return[w] - later_q[w])
-            target = torch.where(seen[w], bootstrapped, outcome[w])  # [n] G_t for player 0
-            later_return[w], later_q[w], later_v[w], later_trace[w] = (
-                target,
-                step.q,
-                step.v,
-                step.trace,
-            )
-            seen[w] = True
-            legal = torch.nn.functional.one_hot(step.action, A).bool()  # [n, A] the action only
-            context.add_value_rows(step.history, legal, legal * (step.to_player0 * target)[:, None])
+    def _children(
+        self,
+        games: GameBatch,
+        rows: torch.Tensor,
+        legal: torch.Tensor,
+        traverser: int,
+        queue: InferenceQueue,
+    ) -> Callable[[], torch.Tensor]:
+        """Submit the value of every legal child of the games at ``rows`` [n] (``legal``
+        [n, A], n > 0); returns a function giving them [n, A] for ``traverser`` once the
+        queue has run (0 at illegal actions). Children where the round ends get their
+        score."""
+        n, A = legal.shape
+        parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
+        children = games.select(rows[parent])
+        children.step(action, check=False)
+        ticket = queue.submit(VALUE_NETWORK, encode_history(children), _one(parent))
+        # The network values the child for its player to move: the traverser's side is
+        # the opposite where the opponent moves next.
+        side = torch.where(children.current_player == traverser, 1.0, -1.0)  # [c]
+        ended = children.done
+        final = self.utility(children, traverser)  # [c] exact where the round ended
+
+        def values() -> torch.Tensor:
+            value = torch.where(ended, final, side * ticket.result()[:, 0].float())
+            q = torch.zeros(n, A, device=legal.device)
+            q[parent, action] = value
+            return q
+
+        return values
 
 
-@dataclass
-class _Step:
-    """One lockstep decision of the live trajectories, kept for the value targets."""
-
-    walker: torch.Tensor  # [n] int64: each row's trajectory
-    history: torch.Tensor  # [n, H] float16: history features
-    action: torch.Tensor  # [n] int64: the action taken
-    q: torch.Tensor  # [n]: Q(h, a) for player 0
-    v: torch.Tensor  # [n]: V(h) = sum_b sigma(b) Q(h, b) for player 0
-    trace: torch.Tensor  # [n]: Retrace's c = lambda min(1, sigma(a) / mu(a))
-    to_player0: torch.Tensor  # [n]: +1 where player 0 moved, -1 where player 1 did
+def _one(rows: torch.Tensor) -> torch.Tensor:
+    """The value network's legal mask: its single output, for every row [n, 1]."""
+    return torch.ones(len(rows), 1, dtype=torch.bool, device=rows.device)

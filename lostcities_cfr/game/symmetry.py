@@ -106,6 +106,14 @@ def permute(values: torch.Tensor, layout: Layout, permutation: torch.Tensor) -> 
     return out.scatter_(1, layout.index(permutation).to(values.device), values)
 
 
+def permute_features(
+    features: torch.Tensor, layout: Layout, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Feature rows [B, F] relabelled by an independent random colour permutation per row."""
+    n_colors = int(layout.color.max()) + 1
+    return permute(features, layout, random_permutations(len(features), n_colors, generator))
+
+
 def permute_rows(
     features: torch.Tensor,
     legal: torch.Tensor,

@@ -52,7 +52,12 @@ from lostcities_cfr.cfr.traversal import (
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.game.encoding import history_feature_size
-from lostcities_cfr.game.symmetry import action_layout, feature_layout, permute_rows
+from lostcities_cfr.game.symmetry import (
+    action_layout,
+    feature_layout,
+    permute_features,
+    permute_rows,
+)
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
@@ -173,7 +178,8 @@ class DeepCFR(pl.LightningModule):
         if self.value_name is not None:
             shape = self.network_config if value_network is None else value_network
             shape = _resolve_network(shape)
-            self.value_net = shape.build(history_feature_size(self.rules), A)
+            # V(s): one output, the return of the player to move.
+            self.value_net = shape.build(history_feature_size(self.rules), 1)
         self._feature_layout = feature_layout(self.rules)
         self._history_layout = feature_layout(self.rules, history=True)
         self._action_layout = action_layout(self.rules)
@@ -246,7 +252,7 @@ class DeepCFR(pl.LightningModule):
             self.value_buffer = ReservoirBuffer(
                 self.hparams.value_buffer_size,
                 history_feature_size(self.rules),
-                A,
+                1,
                 device,
                 seed=seed + 5,
                 target_dtype=torch.float32,  # regression targets, not probabilities
@@ -314,7 +320,7 @@ class DeepCFR(pl.LightningModule):
                 self.queue.register(name, net, head)
             self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
             if self.value_net is not None:
-                self.queue.register(self.value_name, self.value_net)  # raw outputs: Q(h, .)
+                self.queue.register(self.value_name, self.value_net)  # raw outputs: V(s)
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
@@ -404,10 +410,17 @@ class DeepCFR(pl.LightningModule):
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
-            layout = self._history_layout if name == self.value_name else self._feature_layout
-            features, legal, targets = permute_rows(
-                features, legal, targets, layout, self._action_layout, self.batch_generator
-            )
+            if name == self.value_name:  # one output, the state's value: only states move
+                features = permute_features(features, self._history_layout, self.batch_generator)
+            else:
+                features, legal, targets = permute_rows(
+                    features,
+                    legal,
+                    targets,
+                    self._feature_layout,
+                    self._action_layout,
+                    self.batch_generator,
+                )
         outputs = net(features)
         loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
         optimizer.zero_grad()
