@@ -34,7 +34,9 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lostcities_cfr.agents.base import Agent, agent_name
+from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game.batched import GameBatch, expedition_scores
+from lostcities_cfr.game.encoding import feature_size
 from lostcities_cfr.game.rules import Rules
 
 RULE_PRESETS = {"classic": Rules.classic, "six-colors": Rules.six_colors, "tiny": Rules.tiny}
@@ -49,6 +51,27 @@ _COMPACT_SHARE = 0.25
 def rules_name(rules: Rules) -> str:
     """The preset name of ``rules`` (``classic``...), or ``custom``."""
     return next((name for name, make in RULE_PRESETS.items() if make() == rules), "custom")
+
+
+def describe_rules(rules: Rules) -> str:
+    """A variant with the sizes its networks see: ``tiny rules (feature size 40, 15 actions)``."""
+    return (
+        f"{rules_name(rules)} rules (feature size {feature_size(rules)}, {rules.n_actions} actions)"
+    )
+
+
+def check_agent_rules(agent: Agent, rules: Rules) -> None:
+    """Refuse an agent made for other rules before any game starts.
+
+    An agent tied to one variant (a checkpoint's network) says so in a ``rules``
+    attribute; agents without one play any rules.
+    """
+    own = getattr(agent, "rules", None)
+    if own is not None and own != rules:
+        raise ConfigError(
+            f"agent {agent_name(agent)!r} plays {describe_rules(own)}; this game is "
+            f"{describe_rules(rules)}: play it with {rules_name(own)} rules"
+        )
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -302,10 +325,13 @@ def evaluate(
 
     Raises:
         IllegalActionError: an agent chose an illegal action (names the game).
+        ConfigError: an agent was made for other rules (:func:`check_agent_rules`).
     """
     if games < 1:
         raise ValueError(f"games={games} must be >= 1")
     rules = Rules.classic() if rules is None else rules
+    check_agent_rules(agent_a, rules)
+    check_agent_rules(agent_b, rules)
     deals = (games + 1) // 2
     start = time.perf_counter()
     first_seating = GameBatch.new(rules, deals, seed=seed, device=device)
