@@ -23,7 +23,7 @@ from lostcities_cfr.agents import (
     agent_name,
     describe_agent_specs,
 )
-from lostcities_cfr.arena import RULE_PRESETS, check_agent_rules
+from lostcities_cfr.arena import check_agent_rules
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import COLOR_NAMES, Rules
@@ -233,14 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="0: you move first in the first round; seats alternate in a match (0)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seeds the deals and the agent")
-    parser.add_argument("--rules", choices=sorted(RULE_PRESETS), default="classic", help="variant")
+    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
     return parser
 
 
 def main(argv: list[str] | None = None, read: Read = input, write: Write = print) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    rules = RULE_PRESETS[args.rules]()
+    rules = Rules.preset(args.rules)
     try:
         agent = agent_from_spec(args.opponent, seed=args.seed)
         check_agent_rules(agent, rules)  # before the first move, not at the agent's first

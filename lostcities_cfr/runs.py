@@ -26,6 +26,7 @@ from lostcities_cfr.errors import ConfigError
 LAST = "last"
 LAST_IF_PRESENT = "last_if_present"
 LAST_FILE = "last.ckpt"
+CONFIG_FILE = "config.yaml"  # what SaveConfigCallback writes at every start of a run
 
 RESUMABLE_OVERRIDES = frozenset(
     {
@@ -86,6 +87,10 @@ def resolve_ckpt_path(ckpt_path: str | None, checkpoint_dir: str | Path) -> Path
 def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Path | None) -> None:
     """Refuse a run that would write into a folder holding another run.
 
+    A folder holds a run once a run has started in it: its checkpoint folder holds files, or
+    a ``config.yaml`` lies at or below it (every start writes one, where its first logger
+    logs). Other files (a config kept beside the runs) do not count.
+
     Args:
         run_dir: ``trainer.default_root_dir``.
         checkpoint_dir: where the run's checkpoints go.
@@ -95,19 +100,19 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
     Raises:
         ConfigError: names the folder, what it holds, and the ways out.
     """
-    checkpoint_dir = Path(checkpoint_dir)
+    run_dir, checkpoint_dir = Path(run_dir), Path(checkpoint_dir)
     if resume is not None and resume.resolve().parent == checkpoint_dir.resolve():
         return
-    for folder in (Path(run_dir), checkpoint_dir):
-        held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
-        if held:
-            shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-            action = f"starting from {resume}" if resume is not None else "a new run"
-            raise ConfigError(
-                f"trainer.default_root_dir={run_dir}: {folder} already holds a run ({shown}); "
-                f"{action} needs a folder of its own: resume that run with --ckpt_path "
-                f"{LAST}, choose another --trainer.default_root_dir, or delete the folder"
-            )
+    held = sorted(checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []
+    held += sorted(run_dir.rglob(CONFIG_FILE)) if run_dir.is_dir() else []
+    if held:
+        shown = ", ".join(str(p) for p in held[:3]) + (", ..." if len(held) > 3 else "")
+        action = f"a run starting from {resume}" if resume is not None else "a new run"
+        raise ConfigError(
+            f"trainer.default_root_dir={run_dir} already holds a run ({shown}); {action} "
+            f"needs a folder of its own: resume that run with --ckpt_path {LAST}, choose "
+            "another --trainer.default_root_dir, or delete the folder"
+        )
 
 
 def check_resumable(saved: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:

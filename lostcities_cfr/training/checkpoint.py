@@ -12,6 +12,9 @@ hyperparameters by their types (LightningCLI's ``instantiate_module``), never by
 file names, and a class path inside them must lie in this package or in torch. A loadable
 model offers ``rules`` and ``agent(policy, greedy, seed)``, as
 :class:`~lostcities_cfr.training.evaluation.PolicyModel` describes.
+
+Importing this module registers the ``ckpt`` agent kind, so the agent layer below never
+imports training.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ import torch
 from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
-from lostcities_cfr.agents import Agent
+from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
 from lostcities_cfr.arena import describe_rules
-from lostcities_cfr.errors import CheckpointError
+from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
+CKPT_USAGE = "ckpt:PATH[:current][:greedy]"
+CKPT_HELP = "a checkpoint's average strategy (:current = regret matching on its advantage nets)"
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these.
@@ -275,3 +280,34 @@ def load_agent(
     agent = model.agent(policy, greedy=greedy, seed=seed)
     agent.rules = model.rules
     return agent
+
+
+def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
+    """The ``ckpt`` agent kind's factory: ``PATH[:average|:current][:greedy]`` split at ':'.
+
+    Raises:
+        AgentSpecError: no path, both policies, an option, or no file at the path.
+    """
+    usage = "ckpt:PATH[:average|:current][:greedy]"
+    flags = {"average", "current", "greedy"}
+    # PATH may itself hold ':' (a Windows drive): peel the flags off the end only.
+    end = len(args)
+    while end > 1 and args[end - 1] in flags:
+        end -= 1
+    path, chosen = ":".join(args[:end]), set(args[end:])
+    expect_arguments([], options, 0, usage)
+    if not path:
+        raise AgentSpecError(f"a checkpoint spec needs a path; usage: {usage}")
+    if {"average", "current"} <= chosen:
+        raise AgentSpecError("choose one of :average and :current, not both")
+    if not Path(path).is_file():
+        raise AgentSpecError(f"no checkpoint file at {path!r}")
+    return load_agent(
+        path,
+        policy="current" if "current" in chosen else "average",
+        greedy="greedy" in chosen,
+        seed=seed,
+    )
+
+
+register_agent_kind("ckpt", checkpoint_agent, CKPT_USAGE, CKPT_HELP)
