@@ -70,7 +70,8 @@ def resolve_ckpt_path(ckpt_path: str | None, checkpoint_dir: str | Path) -> Path
         # the target is the checkpoint this run's first one replaces.
         return last
     if last.is_symlink():
-        others = sorted(last.parent.glob("*.ckpt"), key=lambda p: p.stat().st_mtime)
+        others = [p for p in last.parent.glob("*.ckpt") if p.is_file() and p != last]
+        others.sort(key=lambda p: p.stat().st_mtime)
         hint = f"--ckpt_path {others[-1]}" if others else "none is left in the folder"
         raise ConfigError(
             f"ckpt_path={ckpt_path}: {last} links to {os.readlink(last)}, which is missing; "

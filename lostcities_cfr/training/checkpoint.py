@@ -141,18 +141,22 @@ def read_checkpoint(path: str | Path, mmap: bool = False) -> dict[str, Any]:
             path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path)
         )
     except Exception as error:  # torch raises many kinds for a bad file; each is one answer
-        text = str(error)
-        if "Weights only load failed" in text:
-            reason = text.split("WeightsUnpickler error: ", 1)[-1].split(" was not", 1)[0]
+        text = str(error).strip()
+        # The safe unpickler names what it refused: a global (a function or class to call)
+        # or an object it cannot build. Anything else is a damaged or foreign file.
+        reason = text.split("WeightsUnpickler error:", 1)[-1].strip()
+        reason = reason.splitlines()[0].split(" was not", 1)[0] if reason else ""
+        if "WeightsUnpickler error" in text and ("GLOBAL" in reason or "Can only" in reason):
             raise CheckpointError(
                 f"checkpoint {path}: refused: it holds more than tensors and plain data "
-                f"({reason.strip()}), and loading that could run code; checkpoints written "
-                "by fit hold tensors and plain data only"
+                f"({reason}), and loading that could run code; checkpoints written by fit "
+                "hold tensors and plain data only"
             ) from None
-        first_sentence = text.strip().splitlines()[0].split(". ")[0] if text.strip() else ""
+        if "WeightsUnpickler error" not in text:
+            reason = text.splitlines()[0].split(". ")[0] if text else ""
         raise CheckpointError(
             f"checkpoint {path}: not a readable checkpoint, truncated or corrupted "
-            f"({type(error).__name__}: {first_sentence[:160]})"
+            f"({type(error).__name__}: {reason[:160]})"
         ) from None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
         raise CheckpointError(

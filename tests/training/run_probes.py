@@ -61,3 +61,16 @@ class RankStateProbe(pl.Callback):
             ],
         }
         torch.save(state, Path(self.folder) / f"rank{trainer.global_rank}.pt")
+
+
+class PoisonStrategyNetwork(pl.Callback):
+    """After ``iteration``'s traversal, fills the strategy network's weights with NaN: a
+    network gone bad (a flipped bit, a diverged update) just before it trains."""
+
+    def __init__(self, iteration: int = 2) -> None:
+        self.iteration = iteration
+
+    def on_traversal_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if pl_module.iteration == self.iteration:
+            for parameter in pl_module.strategy_net.parameters():
+                parameter.data.fill_(float("nan"))
