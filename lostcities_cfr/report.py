@@ -302,8 +302,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="where the PNGs go (RUN_DIR/report)")
     args = parser.parse_args(argv)
     try:
+        sources = find_metrics_files(args.run_dir)
         written = report(args.run_dir, args.out)
     except FileNotFoundError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    iterations, _ = read_metrics(sources)
+    span = f"iterations {iterations.min()}-{iterations.max()}" if len(iterations) else "none"
+    print(f"{span} from {', '.join(str(p) for p in sources)}")
     for name, path in written.items():
         print(f"{name:20} {path if path else 'skipped: the run logged none of its metrics'}")

@@ -189,17 +189,25 @@ class ReservoirBuffer:
         )
 
     def state_dict(self) -> dict[str, Any]:
-        """Rows held, counters and generator state (enough to continue exactly)."""
+        """Rows held, counters and generator state (enough to continue exactly).
+
+        A full buffer's tensors are its storage itself (as ``nn.Module.state_dict`` shares
+        its parameters), so that saving millions of rows needs no second copy of them; a
+        partly filled one's rows are cloned, else saving would write the unused storage
+        behind the slice too.
+        """
         held = len(self)
-        # Clones, so that saving does not write the whole preallocated storage
-        # behind a slice.
+
+        def rows(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor if held == self.capacity else tensor[:held].clone()
+
         return {
             "capacity": self.capacity,
             "n_seen": self.n_seen,
-            "features": self.features[:held].clone(),
-            "legal": self.legal[:held].clone(),
-            "targets": self.targets[:held].clone(),
-            "iteration": self.iteration[:held].clone(),
+            "features": rows(self.features),
+            "legal": rows(self.legal),
+            "targets": rows(self.targets),
+            "iteration": rows(self.iteration),
             "generator": self.generator.get_state(),
         }
 

@@ -345,10 +345,12 @@ class DeepCFR(pl.LightningModule):
         value = loss.item()  # also waits for the device, so the time below is the update's
         if not math.isfinite(value):
             # Before this iteration's checkpoint, so the last one on disk stays the last good one.
+            before = self.iteration - 1
+            kept = f"the last checkpoint, iteration {before}'s, is kept" if before else "none yet"
             raise NonFiniteError(
                 f"{metrics.loss(name)}={value} at iteration {self.iteration}, update "
-                f"{self._loss_counts.get(name, 0) + 1}: training stopped; the checkpoint of "
-                "the iteration before is kept"
+                f"{self._loss_counts.get(name, 0) + 1}: training stopped before this "
+                f"iteration's checkpoint ({kept})"
             )
         kind = "strategy" if name == STRATEGY_NETWORK else "advantage"
         self._train_seconds[kind] += time.perf_counter() - start

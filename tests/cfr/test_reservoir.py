@@ -168,6 +168,15 @@ def test_loading_a_state_with_non_finite_rows_is_refused_and_changes_nothing(fie
     assert len(restored) == 0
 
 
+def test_a_full_buffers_state_shares_its_storage_and_a_partial_ones_copies_its_rows():
+    buffer = ReservoirBuffer(50, F, A, seed=7)
+    buffer.add(**rows(0, 30))
+    partial = buffer.state_dict()["features"]
+    assert partial.shape == (30, F) and partial.untyped_storage().nbytes() == 30 * F * 2
+    buffer.add(**rows(30, 100))
+    assert buffer.state_dict()["features"].data_ptr() == buffer.features.data_ptr()
+
+
 def test_loading_a_state_of_another_capacity_is_refused():
     state = ReservoirBuffer(50, F, A).state_dict()
     with pytest.raises(ConfigError, match="capacity=50"):

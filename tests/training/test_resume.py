@@ -170,6 +170,7 @@ def test_a_non_finite_loss_stops_the_run_and_keeps_the_last_good_checkpoint(
     config = write_config(name="run", max_epochs=3, final_eval_games=0)
     err = refused(capsys, config, "--trainer.callbacks+=run_probes.PoisonStrategyNetwork")
     assert "loss/strategy=nan at iteration 2, update 1: training stopped" in err
+    assert "(the last checkpoint, iteration 1's, is kept)" in err
     checkpoint = last_checkpoint(tmp_path / "run")
     assert checkpoint["epoch"] == 0  # iteration 1's
     assert all(torch.isfinite(w).all() for w in checkpoint["state_dict"].values())
