@@ -147,6 +147,8 @@ class DeepCFRCLI(LightningCLI):
                 f"{class_path(DeepCFR)}"
             )
         check_finite_weights(checkpoint, resume)
+        if subcommand == "fit":
+            runs.check_max_epochs(checkpoint, config.trainer.max_epochs, resume)
         dump = self.parser.dump(self.config, skip_link_targets=False, skip_none=False)
         wanted = yaml.safe_load(dump)[subcommand]["model"]
         runs.check_resumable(hyperparameters(checkpoint, resume), wanted, resume)

@@ -116,6 +116,17 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
         )
 
 
+def check_max_epochs(checkpoint: dict[str, Any], max_epochs: int | None, path: Path) -> None:
+    """Refuse a resume whose ``trainer.max_epochs`` lies below the iterations already run
+    (Lightning would stop it with a traceback once the checkpoint is loaded)."""
+    done = checkpoint.get("epoch", -1) + 1  # saved at the end of an iteration
+    if max_epochs not in (None, -1) and done > max_epochs:
+        raise ConfigError(
+            f"trainer.max_epochs={max_epochs}: {path} has already run {done} iterations; "
+            f"set it to {done + 1} or more to continue the run"
+        )
+
+
 def check_resumable(saved: dict[str, Any], wanted: dict[str, Any], path: Path) -> None:
     """Refuse a resume whose command line changes a model argument that made the state.
 

@@ -101,7 +101,7 @@ CASES = [
     Case(
         "a resume that changes the evaluation and learning rate (honoured)",
         [*FIT, *folder("resumable"), "--ckpt_path", "last", "--trainer.max_epochs", "3", *EVAL_LR],
-        shows=r"opponent: discard-only",
+        shows=r"average vs discard-only",
     ),
     Case("--ckpt_path last with no checkpoint", [*FIT, *folder("fresh"), "--ckpt_path", "last"]),
     Case(
@@ -120,11 +120,11 @@ CASES = [
     Case("a text file as checkpoint", [*FIT, *folder("other"), "--ckpt_path", "text.ckpt"]),
     Case(
         "a checkpoint with a NaN weight",
-        [*FIT, *folder("other"), "--ckpt_path", "nan-weight.ckpt", "--trainer.max_epochs", "3"],
+        [*FIT, *folder("nan-run"), "--ckpt_path", "nan-weight.ckpt", "--trainer.max_epochs", "3"],
     ),
     Case(
         "a checkpoint with an infinite reservoir row (a flipped bit)",
-        [*FIT, *folder("other"), "--ckpt_path", "inf-row.ckpt", "--trainer.max_epochs", "3"],
+        [*FIT, *folder("inf-run"), "--ckpt_path", "inf-row.ckpt", "--trainer.max_epochs", "3"],
     ),
     Case(
         "a diverging learning rate (the loss turns NaN)",
@@ -158,8 +158,12 @@ CASES = [
     ),
     Case(
         "... then resumed",
-        [*FIT, *folder("killed"), "--ckpt_path", "last", "--trainer.max_epochs", "3"],
+        [*FIT, *folder("killed"), "--ckpt_path", "last", "--trainer.max_epochs", "30"],
         shows=r"average vs random: \d+ games",
+    ),
+    Case(
+        "a resume with max_epochs below the iterations run",
+        [*FIT, "--ckpt_path", "last", "--trainer.max_epochs", "1"],
     ),
     Case(
         "SIGINT (Ctrl-C) during a run",
@@ -214,7 +218,7 @@ CASES = [
     Case(
         "report of a resumed run (two csv versions)",
         ["report", "resumable"],
-        shows=r"losses\.png",
+        shows=r"^iterations",
     ),
 ]
 
@@ -273,9 +277,14 @@ def run_case(case: Case, work: Path) -> dict:
     if case.shows is not None and status == 0:
         seen = next((line for line in output.splitlines() if re.search(case.shows, line)), "")
     else:
-        lines = [line for line in err.splitlines() if line.strip()]
-        errors = [line for line in lines if ": error:" in line]
-        seen = (errors or lines or [""])[-1]
+        lines = [line.strip() for line in err.splitlines() if line.strip()]
+        # Our commands' one line, or jsonargparse's "error:" line with the reason after it.
+        marks = [i for i, line in enumerate(lines) if re.search(r"(^|: )error:", line)]
+        if marks:
+            at = marks[-1]
+            seen = " ".join(lines[at : at + 2]) if lines[at].endswith(":") else lines[at]
+        else:
+            seen = lines[-1] if lines else ""
     changes = [
         f"{name}: last.ckpt {before.get(name, 'none')} → {after.get(name, 'none')}"
         for name in sorted(before.keys() | after.keys())
@@ -307,8 +316,7 @@ def _killed(case: Case, command: list[str], work: Path) -> tuple[int, str, str]:
     while not (run_dir / "checkpoints" / "last.ckpt").exists():
         if process.poll() is not None or time.monotonic() > deadline:
             break
-        time.sleep(0.05)
-    time.sleep(0.5)  # into the next iteration
+        time.sleep(0.01)
     process.send_signal(case.kill)
     out, err = process.communicate(timeout=120)
     iteration = last_iterations(work).get(run_dir.name, "none")
@@ -319,7 +327,7 @@ def _killed(case: Case, command: list[str], work: Path) -> tuple[int, str, str]:
 def _shown(case: Case) -> str:
     text = "python -m lostcities_cfr " + shlex.join(case.args)
     if case.stdin is not None:
-        text = f"printf {shlex.quote(case.stdin)} | {text}"
+        text = "printf '" + case.stdin.replace("\n", "\\n") + f"' | {text}"
     if case.kill is not None:
         text += f"  # {case.kill.name} after its first checkpoint"
     return text

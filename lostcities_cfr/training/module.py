@@ -346,7 +346,11 @@ class DeepCFR(pl.LightningModule):
         if not math.isfinite(value):
             # Before this iteration's checkpoint, so the last one on disk stays the last good one.
             before = self.iteration - 1
-            kept = f"the last checkpoint, iteration {before}'s, is kept" if before else "none yet"
+            kept = (
+                f"the last checkpoint, iteration {before}'s, is kept"
+                if before
+                else "no iteration has ended, so there is no checkpoint"
+            )
             raise NonFiniteError(
                 f"{metrics.loss(name)}={value} at iteration {self.iteration}, update "
                 f"{self._loss_counts.get(name, 0) + 1}: training stopped before this "

@@ -113,6 +113,8 @@ def test_ckpt_path_last_without_a_checkpoint_stops_unless_asked_to_start_afresh(
     assert not run_dir.exists()  # nothing ran
     cli = fit(config, "--ckpt_path", "last_if_present")
     assert cli.model.current_epoch == 1
+    err = refused(capsys, config, "--ckpt_path", "last", "--trainer.max_epochs", "0")
+    assert "trainer.max_epochs=0: " in err and "has already run 1 iterations" in err
     # A last.ckpt whose file is gone (a save killed between its steps) stops too.
     (run_dir / "checkpoints" / "last.ckpt").resolve().unlink()
     err = refused(capsys, config, "--ckpt_path", "last_if_present", "--trainer.max_epochs", "2")
