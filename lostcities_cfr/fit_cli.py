@@ -179,7 +179,7 @@ class DeepCFRCLI(LightningCLI):
             return
         folders = {"run": self.trainer.default_root_dir}
         if self.trainer.checkpoint_callback is not None:
-            folders["checkpoints"] = self.trainer.checkpoint_callback.dirpath
+            folders["checkpoint"] = self.trainer.checkpoint_callback.dirpath
         for logger in self.trainer.loggers:
             if logger.save_dir is not None:
                 folders[f"{type(logger).__name__} log"] = logger.save_dir

@@ -170,7 +170,7 @@ def check_writable(folders: dict[str, str | Path]) -> None:
     its checkpoints or logs stops before its first iteration rather than after it.
 
     Args:
-        folders: what each folder is for (``"checkpoints"``) -> its path.
+        folders: what each folder is for (``"run"``, ``"checkpoint"``) -> its path.
 
     Raises:
         ConfigError: names the folder, its purpose and the system's reason.
@@ -183,6 +183,6 @@ def check_writable(folders: dict[str, str | Path]) -> None:
             probe.unlink()
         except OSError as error:
             raise ConfigError(
-                f"the run's {purpose} folder {folder} cannot be written "
+                f"the {purpose} folder {folder} cannot be written "
                 f"({error.strerror or error}); choose a writable --trainer.default_root_dir"
             ) from None

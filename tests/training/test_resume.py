@@ -135,7 +135,7 @@ def test_a_run_folder_that_cannot_be_written_stops_the_run_before_any_work(
         config,
         *("--trainer.default_root_dir", run_dir, "--trainer.logger.init_args.save_dir", run_dir),
     )
-    assert f"the run's run folder {run_dir} cannot be written (Not a directory)" in err
+    assert f"the run folder {run_dir} cannot be written (Not a directory)" in err
     assert "vs random" not in capsys.readouterr().out  # no evaluation, no iteration ran
 
 
