@@ -32,37 +32,11 @@ from pathlib import Path
 import torch
 import yaml
 
-TINY_CONFIG = {
-    "seed_everything": 7,
-    "threads": 1,
-    "trainer": {
-        "max_epochs": 2,
-        "default_root_dir": "run",
-        "logger": {
-            "class_path": "pytorch_lightning.loggers.CSVLogger",
-            "init_args": {"save_dir": "run", "name": "csv"},
-        },
-        "enable_progress_bar": False,
-        "enable_model_summary": False,
-        "accelerator": "cpu",
-    },
-    "model": {
-        "rules": "tiny",
-        "network": {"width": 32, "depth": 2},
-        "sampler": {
-            "class_path": "lostcities_cfr.cfr.external_sampling.ExternalSampling",
-            "init_args": {"walkers": 32},
-        },
-        "traversals_per_player": 32,
-        "advantage_buffer_size": 2048,
-        "strategy_buffer_size": 2048,
-        "batch_size": 64,
-        "advantage_updates": 6,
-        "strategy_updates": 4,
-        "inference_buckets": None,
-        "final_eval_games": 20,
-    },
-}
+# The training tests' tiny run (tiny rules, 32x2 networks, CSV logs), in the folder "run".
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "training"))
+from tiny_training import tiny_config
+
+TINY_CONFIG = tiny_config(Path("run"), max_epochs=2)
 
 
 def folder(name: str) -> list[str]:
