@@ -50,6 +50,13 @@ def describe_rules(rules: Rules) -> str:
     return f"{rules.preset_name()} rules (feature size {feature_size(rules)}, {rules.n_actions} actions)"
 
 
+def plays_rules(own: Rules, rules: Rules) -> bool:
+    """Whether a network made for ``own`` rules can play ``rules``: the same features and
+    actions. Scoring constants and ``max_turns`` may differ (the quickstart trains with
+    ``max_turns: 400`` and plays the classic game)."""
+    return (feature_size(own), own.n_actions) == (feature_size(rules), rules.n_actions)
+
+
 def check_agent_rules(agent: Agent, rules: Rules) -> None:
     """Refuse an agent made for other rules before any game starts.
 
@@ -57,7 +64,7 @@ def check_agent_rules(agent: Agent, rules: Rules) -> None:
     attribute; agents without one play any rules.
     """
     own = getattr(agent, "rules", None)
-    if own is not None and own != rules:
+    if own is not None and not plays_rules(own, rules):
         raise ConfigError(
             f"agent {agent_name(agent)!r} plays {describe_rules(own)}; this game is "
             f"{describe_rules(rules)}: play it with {own.preset_name()} rules"

@@ -33,7 +33,7 @@ from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
-from lostcities_cfr.arena import describe_rules
+from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
@@ -215,7 +215,8 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
 
     Args:
         path: a checkpoint written by ``fit``.
-        rules: the rules it is meant to play; other rules are refused with both named.
+        rules: the rules it is meant to play; rules of other features or actions are refused
+            with both named.
 
     Raises:
         CheckpointError: the file cannot be read safely, names no loadable class, or holds
@@ -233,7 +234,7 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
             f"({str(error).strip().splitlines()[0]})"
         ) from None
     own_rules = getattr(model, "rules", None)
-    if rules is not None and own_rules is not None and own_rules != rules:
+    if rules is not None and own_rules is not None and not plays_rules(own_rules, rules):
         raise CheckpointError(
             f"checkpoint {path} plays {describe_rules(own_rules)}; expected {describe_rules(rules)}"
         )

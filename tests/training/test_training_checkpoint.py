@@ -256,6 +256,22 @@ def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_pa
         load_model(tmp_path / "mislabelled.ckpt")
 
 
+def test_a_checkpoint_plays_rules_that_differ_only_in_scoring_or_turn_cap(tmp_path):
+    # The quickstart trains with max_turns 400 and is evaluated on the classic game.
+    model = DeepCFR(
+        rules=Rules(max_turns=400),
+        network=NetworkConfig(width=16, depth=1),
+        advantage_buffer_size=16,
+        strategy_buffer_size=16,
+        final_eval_games=0,
+    )
+    trainer = pl.Trainer(max_epochs=0, accelerator="cpu", logger=False, enable_checkpointing=False)
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "quick.ckpt")
+    agent = agent_from_spec(f"ckpt:{tmp_path / 'quick.ckpt'}", seed=0)
+    assert evaluate(agent, agent_from_spec("random", seed=1), 2).games == 2
+
+
 def test_a_truncated_or_corrupted_checkpoint_gives_one_error_naming_the_file(fitted, tmp_path):
     truncated, garbage, poisoned = (tmp_path / f"{n}.ckpt" for n in ("cut", "text", "nan"))
     data = fitted.read_bytes()
