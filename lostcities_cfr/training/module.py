@@ -192,7 +192,7 @@ class DeepCFR(pl.LightningModule):
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
         with torch.inference_mode():
-            logits = self.strategy_net(features.to(self.device)).float()
+            logits = self.strategy_net(features.to(self.device, self.dtype)).float()
             return masked_softmax(logits, legal.to(self.device)).to(features.device)
 
     # ---- Lightning: setup -------------------------------------------------------------------
@@ -340,7 +340,9 @@ class DeepCFR(pl.LightningModule):
             return
         start = time.perf_counter()
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
-        outputs = net(rows.features)
+        # The rows come from the buffer, not from a dataloader, so Lightning never converts
+        # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
+        outputs = net(self.trainer.precision_plugin.convert_input(rows.features))
         loss = loss_fn(
             outputs, rows.legal, rows.targets, rows.iteration, self.hparams.weight_exponent
         )
