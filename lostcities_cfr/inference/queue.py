@@ -229,8 +229,12 @@ class InferenceQueue:
         for start, stop, size in self._chunks(features.shape[0], padded):
             pad = size - (stop - start)
             x, m = features[start:stop], legal[start:stop]
-            if pad:
-                # Padding rows are all-zero features with no legal action.
+            if padded:
+                # Padding rows are all-zero features with no legal action. A full bucket is
+                # copied too: a compiled forward guards on whether its inputs are inference
+                # tensors (the copies made here are, a caller's rows may not be), and would
+                # otherwise compile each bucket twice, which soon exhausts dynamo's
+                # recompile limit and leaves the rest of the run eager.
                 x = nn.functional.pad(x, (0, 0, 0, pad))
                 m = nn.functional.pad(m, (0, 0, 0, pad))
             outputs.append(forward(x, m)[: stop - start])

@@ -1,6 +1,7 @@
 import pytest
 import torch
 from torch import nn
+from torch._dynamo.utils import counters
 
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.inference import InferenceQueue
@@ -224,6 +225,17 @@ def check_compiled_backend_equals_eager(compile_backend: str) -> None:
 def test_compiled_backend_shares_the_registered_modules_parameters():
     # Dynamo tracing only: checks the handle without generating kernels.
     check_compiled_backend_equals_eager("eager")
+
+
+def test_compiled_backend_compiles_each_bucket_once_whether_or_not_rows_are_padded():
+    torch._dynamo.reset()
+    queue = InferenceQueue(bucket_sizes=(4, 8), backend="compiled", compile_backend="eager")
+    queue.register("adv", RecordingNet().layers, masked_head)
+    start = counters["stats"]["unique_graphs"]
+    features, legal = queries(8)
+    for n in (4, 3, 8, 5, 4, 8):  # full buckets (the caller's rows) and padded ones
+        queue("adv", features[:n], legal[:n])
+    assert counters["stats"]["unique_graphs"] - start == 2
 
 
 @pytest.mark.slow
