@@ -3,11 +3,12 @@
 The design this project grew from predicted, without measuring, the iteration time of a
 chain of changes (a 512x3 model on a GPU box). Each row here adds one change to the row
 before it, and is measured as a real run: a ``pl.Trainer`` fits a fresh ``DeepCFR`` module
-for two iterations with the callbacks a user adds for that row (``PeriodicEvaluation`` with
-the row's density and games, ``CompileToggle`` for compile rows, ``PhaseTimer``), and the
-second iteration is the one reported (the first plays the uniform strategy, and it is where
-the compile rows compile). Every row does the same fixed work (the traversals per player,
-the updates per network, the evaluation games), a fraction of the classic configs' (280
+for one iteration with the callbacks a user adds for that row (``PeriodicEvaluation`` with
+the row's density and games, ``CompileToggle`` for compile rows, ``PhaseTimer``). Iteration
+1 plays the uniform strategy (the networks still run in full), so every row walks the very
+same games and nodes; a compile row fits twice and the second fit, on dynamo's warm caches,
+is the measured one. Every row does the same fixed work (the traversals per player, the
+updates per network, the evaluation games), a fraction of the classic configs' (280
 traversals per player, 512 updates of batch 1024, 100 games per match; see ``--traversals``
 and friends), so the absolute seconds are not a full-size iteration's: the ratios between
 rows are the result.
@@ -15,9 +16,9 @@ rows are the result.
 Per row, from ``PhaseTimer`` and the module's own timers: traversal, advantage training
 (both players), strategy training, evaluation amortized (the seconds of the evaluation the
 measured iteration ran, over the row's evaluation interval), other (what no phase accounts
-for: Lightning's loop, re-initialising the networks) and the iteration, their sum. Compile
-and warm-up seconds (``CompileToggle``) are shown beside it and left out of the iteration:
-they are paid once per run, not per iteration. The rows run in rounds, each round every row
+for: Lightning's loop, re-initialising the networks) and the iteration, their sum. The
+compile fit's wall-clock is shown beside it; ``CompileToggle``'s warm-up forwards are left
+out of the iteration (a few forwards per iteration at full size). The rows run in rounds, each round every row
 once in a rotated order, so that a machine's drift spreads over all rows; a cell is the
 median over the rounds with the range beside it, and the ratio to the first row is taken
 within each round.
@@ -41,14 +42,13 @@ a run raised (an inductor build that fails, for example).
     python scripts/calculus.py --quick         # smaller work, two rounds (under 15 minutes)
     python scripts/calculus.py --markdown      # the tables for docs/performance.md
     python scripts/calculus.py --json          # the same figures for machines
-    python scripts/calculus.py --device cuda   # the CUDA rows only
+    python scripts/calculus.py --device cuda   # the CUDA rows only (default: both devices)
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import itertools
 import json
 import logging
@@ -200,9 +200,17 @@ class Work:
 
 
 WORK = {
+    # The classic configs' work over 35 (280 traversals, 512 updates, 100 games; games come
+    # in pairs of seats, so 4 and 40 keep the dense stack's factor of ten).
     "full": Work(
-        traversals=4, updates=8, games=4, rounds=3, sweep_traversals=16, sweep_walkers=(2, 4, 8, 16)
+        traversals=8,
+        updates=15,
+        games=4,
+        rounds=3,
+        sweep_traversals=16,
+        sweep_walkers=(2, 4, 8, 16),
     ),
+    # Over about 140, two rounds.
     "quick": Work(
         traversals=2,
         updates=4,
@@ -210,7 +218,7 @@ WORK = {
         rounds=2,
         sweep_traversals=8,
         sweep_walkers=(2, 8),
-        forward_seconds=0.2,
+        forward_seconds=0.1,
         forward_repeats=2,
     ),
     # Seconds of work, for the test: tiny rules and dynamo without code generation.
@@ -264,8 +272,11 @@ def unavailable(row: Row, device: str) -> str | None:
         return "not measured (no CUDA device)"
     if row.tensorrt and device != "cuda":
         return "not available (TensorRT runs on CUDA devices only)"
-    if row.tensorrt and importlib.util.find_spec("torch_tensorrt") is None:
-        return "not available (torch_tensorrt is not installed)"
+    if row.tensorrt:
+        try:
+            import torch_tensorrt  # noqa: F401  (registers torch.compile's "tensorrt" backend)
+        except Exception as error:  # not installed, or built for another torch or CUDA
+            return f"not available (torch_tensorrt does not import: {reason(error)})"
     if row.precision.startswith("16") and device != "cuda":
         return "not measured (fp16 mixed precision is for CUDA; bf16 is the CPU's)"
     return None
@@ -295,9 +306,7 @@ def graphs_compiled() -> int:
 def compile_toggles(row: Row, backend: str) -> list[CompileToggle]:
     """The ``CompileToggle`` a user adds for ``row`` (two where TensorRT compiles the
     inference and inductor the training)."""
-    if row.tensorrt:
-        import torch_tensorrt  # noqa: F401  (registers the "tensorrt" backend)
-
+    if row.tensorrt:  # unavailable() has imported torch_tensorrt
         return [
             CompileToggle(inference=None, training=True, backend=backend),
             CompileToggle(inference=True, training=None, backend="tensorrt"),
@@ -407,9 +416,10 @@ def run_row(
     }, watch.limit_hits
 
 
-def failure(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
+    """The error's type and the first line of its message."""
     lines = str(error).strip().splitlines()
-    return f"failed: {type(error).__name__}: {lines[0] if lines else ''}"[:300]
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def measure_rows(
@@ -432,7 +442,7 @@ def measure_rows(
             try:
                 figures, hits = run_row(rows[i], work, device, sampler, seed + round_)
             except Exception as error:  # one row failing must not end the run
-                result["status"] = failure(error)
+                result["status"] = f"failed: {reason(error)}"
                 log(f"{device} round {round_ + 1} {rows[i].key}: {result['status']}")
                 continue
             figures["round"] = round_
@@ -562,7 +572,7 @@ def forward_benchmark(work: Work, device: str, log: Callable) -> dict:
                     compiled(x)
                     entry["compile_s"] = time.perf_counter() - start
                 except Exception as error:  # the entry says why instead
-                    entry["compiled_status"] = failure(error)
+                    entry["compiled_status"] = f"failed: {reason(error)}"
                     compiled = None
                 net(x)  # warm-up
                 for _ in range(work.forward_repeats):
@@ -724,7 +734,7 @@ def forward_lines(forward: dict) -> list[list[str]]:
     for e in forward["entries"]:
         eager, compiled = e["eager"], e["compiled"]
         compiled_cells = (
-            [cell(compiled["us_per_call"], 0), cell(compiled["us_per_row"], 3)]
+            [cell(compiled["us_per_call"], 0), cell(compiled["us_per_row"], 2)]
             if compiled["us_per_call"]
             else [e["compiled_status"], ""]
         )
@@ -738,7 +748,7 @@ def forward_lines(forward: dict) -> list[list[str]]:
                 e["preset"],
                 str(e["batch"]),
                 cell(eager["us_per_call"], 0),
-                cell(eager["us_per_row"], 3),
+                cell(eager["us_per_row"], 2),
                 *compiled_cells,
                 speedup,
             ]
@@ -757,8 +767,9 @@ def report(figures: dict, markdown: bool) -> str:
         f"{setup['sampler']}, {setup['threads']} torch thread(s). Each row: one-iteration "
         "fits (compile rows: a compile fit, then the measured fit; the toggle's warm-up "
         "forwards are left out of the iteration), "
-        f"{work['rounds']} round(s), median (min-max). Load average {setup['load_before']} "
-        f"before, {setup['load_after']} after; {setup['cpu']}; torch {setup['torch']}, "
+        f"{work['rounds']} round(s), median (min-max). The run took "
+        f"{setup['run_minutes']:.0f} min; load average {setup['load_before']} before, "
+        f"{setup['load_after']} after; {setup['cpu']}; torch {setup['torch']}, "
         f"commit {setup['commit']}.",
     ]
     for device, block in figures["devices"].items():
@@ -902,6 +913,7 @@ def main() -> None:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    start = time.perf_counter()
     setup = {
         "work": dataclasses.asdict(work),
         "sampler": args.sampler if args.sampler != "default" else f"{default_sampler()} (default)",
@@ -931,6 +943,7 @@ def main() -> None:
             "forward": forward,
         }
     setup["load_after"] = load_average()
+    setup["run_minutes"] = (time.perf_counter() - start) / 60
     figures = {"setup": setup, "predicted_s": PREDICTED_S, "devices": devices}
     if args.json:
         print(json.dumps(figures, indent=1))
