@@ -38,6 +38,7 @@ import time
 
 import torch
 
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.cfr import (
     BudgetedSampling,
     ExternalSampling,
@@ -45,9 +46,10 @@ from lostcities_cfr.cfr import (
     OutcomeSampling,
     ReservoirBuffer,
     regret_matching,
+    uniform_strategy,
 )
 from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, TraversalContext
-from lostcities_cfr.game import GameBatch, Rules, feature_size, random_legal_actions
+from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 
 SAMPLERS = {
@@ -57,12 +59,8 @@ SAMPLERS = {
 }
 
 
-def uniform(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """The uniform strategy over legal actions (the network's outputs are computed, unused)."""
-    return legal / legal.sum(1, keepdim=True).clamp(min=1)
-
-
-HEADS = {"uniform": uniform, "regret": regret_matching}
+# the uniform head still computes the network's outputs, unused
+HEADS = {"uniform": uniform_strategy, "regret": regret_matching}
 # Traversals per run (queue, local) for each preset: the 1024x6 forward costs ~4x more.
 SIZES = {"512x3": (128, 8), "1024x6": (64, 2)}
 

@@ -15,11 +15,10 @@ import argparse
 
 import torch
 
-from lostcities_cfr.cfr import BudgetedSampling, NetworkConfig, ReservoirBuffer
+from lostcities_cfr.cfr import BudgetedSampling, NetworkConfig, ReservoirBuffer, uniform_strategy
 from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, TraversalContext
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
-from lostcities_cfr.training.module import uniform_strategy
 
 
 def main() -> None:

@@ -9,17 +9,11 @@ from lostcities_cfr.cfr.exploitability import (
     exploitability,
     game_tree,
     nash_conv,
-    uniform_policy,
 )
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
-from lostcities_cfr.cfr.networks import (
-    NetworkConfig,
-    PolicyMLP,
-    masked_advantages,
-    masked_softmax,
-)
+from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP, masked_softmax
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
-from lostcities_cfr.cfr.regret_matching import regret_matching
+from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import (
     ReservoirBatch,
     ReservoirBuffer,
@@ -43,10 +37,9 @@ __all__ = [
     "exploitability",
     "game_tree",
     "last_writers",
-    "masked_advantages",
     "masked_softmax",
     "nash_conv",
     "regret_matching",
     "reservoir_slots",
-    "uniform_policy",
+    "uniform_strategy",
 ]

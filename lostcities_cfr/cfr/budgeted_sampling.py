@@ -40,7 +40,7 @@ from lostcities_cfr.cfr.traversal import (
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.game import GameBatch, Rules, feature_size
+from lostcities_cfr.game import GameBatch, feature_size
 
 
 class BudgetedSampling(Sampler):
@@ -76,17 +76,6 @@ class BudgetedSampling(Sampler):
         self.exploration = exploration
         self.branch_prob = branch_prob
         self.max_branches = max_branches
-
-    def node_bound(self, rules: Rules) -> int:
-        """The most decision nodes one traversal can visit under ``rules``.
-
-        ``L (1 + max_branches * b)``: the trajectory and each playout last at
-        most ``L = rules.max_turns`` decisions, and a branch node has at most
-        ``b = max(2 * hand_size, 1 + n_colors)`` legal actions (play or discard
-        each card held; draw from the deck or a pile).
-        """
-        b = max(2 * rules.hand_size, 1 + rules.n_colors)
-        return rules.max_turns * (1 + self.max_branches * b)
 
     def walk(self, games: GameBatch, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device

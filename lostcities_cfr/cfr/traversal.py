@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, Rules
@@ -141,8 +142,7 @@ def live_rows(
 
 def explore(sigma: torch.Tensor, legal: torch.Tensor, epsilon: float) -> torch.Tensor:
     """``epsilon * uniform(legal) + (1 - epsilon) * sigma``, row by row ([B, A])."""
-    uniform = legal / legal.sum(1, keepdim=True).clamp(min=1)
-    return epsilon * uniform + (1 - epsilon) * sigma
+    return epsilon * uniform_strategy(sigma, legal) + (1 - epsilon) * sigma
 
 
 def sample_actions(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -36,11 +36,11 @@ from pytorch_lightning.trainer.states import TrainerFn
 from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
-from lostcities_cfr.arena import RULE_PRESETS, EvaluationResult
+from lostcities_cfr.arena import EvaluationResult
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import exploitability, game_tree, uniform_policy
+from lostcities_cfr.cfr.exploitability import exploitability, game_tree
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
-from lostcities_cfr.cfr.regret_matching import regret_matching
+from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     ADVANTAGE_NETWORKS,
@@ -58,15 +58,6 @@ from lostcities_cfr.training.evaluation import evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
 PLAYERS = (0, 1)
-
-
-def uniform_strategy(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """The queue head of an untrained advantage network: uniform over the legal actions.
-
-    CFR's first iteration plays uniformly; a freshly initialised network's outputs are
-    small noise, and regret matching on noise would play its largest entry.
-    """
-    return uniform_policy(outputs, legal)
 
 
 class DeepCFR(pl.LightningModule):
@@ -371,7 +362,7 @@ class DeepCFR(pl.LightningModule):
     def exploitability_metrics(self) -> dict[str, float]:
         """``exploitability`` of the average strategy, also as a share of the uniform policy's."""
         if self._uniform_exploitability is None:
-            self._uniform_exploitability = exploitability(self.rules, uniform_policy)
+            self._uniform_exploitability = exploitability(self.rules, uniform_strategy)
         value = exploitability(self.rules, self.average_policy)
         return {
             "exploitability": value,
@@ -478,12 +469,10 @@ class DeepCFR(pl.LightningModule):
 def _resolve_rules(rules: str | Rules) -> Rules:
     if isinstance(rules, Rules):
         return rules
-    if rules not in RULE_PRESETS:
-        raise ConfigError(
-            f"DeepCFR rules={rules!r}: unknown preset; expected one of {sorted(RULE_PRESETS)} "
-            "or a Rules mapping of its fields"
-        )
-    return RULE_PRESETS[rules]()
+    try:
+        return Rules.preset(rules)
+    except ConfigError as error:
+        raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
 def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:

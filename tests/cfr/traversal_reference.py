@@ -15,10 +15,6 @@ TINY = Rules.tiny()
 F, A = feature_size(TINY), TINY.n_actions
 
 
-def uniform_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    return legal / legal.sum(1, keepdim=True).clamp(min=1)
-
-
 def argmax_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """A deterministic strategy: all probability on the legal action with the top output."""
     best = outputs.masked_fill(~legal, float("-inf")).argmax(1, keepdim=True)
@@ -168,7 +164,7 @@ def advance(rules: Rules, seed: int, decisions: int) -> GameState:
 
 def repeated(state: GameState, n: int) -> GameBatch:
     """``n`` copies of one state as a batch."""
-    return GameBatch.from_states([state]).repeat(n)
+    return GameBatch.from_states([state]).select([0] * n)
 
 
 def rows_at(
