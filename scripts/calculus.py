@@ -67,9 +67,10 @@ import torch
 from torch._dynamo.utils import counters
 
 from lostcities_cfr import cfr
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.callbacks import CompileToggle, PeriodicEvaluation, PhaseTimer
 from lostcities_cfr.cfr import NetworkConfig, Sampler
-from lostcities_cfr.game import GameBatch, Rules, feature_size, random_legal_actions
+from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training.metrics import phase_seconds
