@@ -246,8 +246,8 @@ class DeepCFR(pl.LightningModule):
         """Walk ``traversals_per_player`` games for each player; fill ``iteration_metrics``."""
         head = uniform_strategy if self.iteration == 1 else regret_matching
         if head is not self._queue_head:
-            # Only when the head changes: a compiled queue handle belongs to one
-            # registration, so registering every iteration would compile every iteration.
+            # Only when the head changes: a registration replaces the queue's handles,
+            # compiled ones included (dynamo's cache serves the new ones' graphs).
             for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
                 self.queue.register(name, net, head)
             self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
