@@ -113,11 +113,26 @@ def test_forward_benchmark_times_both_presets_eager_and_compiled(figures):
     }
 
 
-def test_markdown_report_has_a_line_per_row_and_marks_the_cuda_rows(figures, monkeypatch):
+@pytest.fixture
+def calculus(monkeypatch):
+    """The script as a module."""
     spec = importlib.util.spec_from_file_location("calculus", SCRIPT)
-    calculus = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "calculus", calculus)  # dataclasses look it up there
-    spec.loader.exec_module(calculus)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "calculus", module)  # dataclasses look it up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_compiler_that_fails_marks_its_row_failed_and_the_run_goes_on(calculus):
+    work = calculus.dataclasses.replace(calculus.WORK["smoke"], compile_backend="no_such_backend")
+    rows = [r for r in calculus.CHAIN if r.key in ("batched", "compile")]
+    results = calculus.measure_rows(rows, work, "cpu", "default", 0, log=lambda message: None)
+    assert results[0]["status"] == "measured"
+    assert results[1]["status"].startswith("failed: ") and results[1]["rounds"] == []
+    assert "no_such_backend" in results[1]["status"]
+
+
+def test_markdown_report_has_a_line_per_row_and_marks_the_cuda_rows(figures, calculus):
     text = calculus.report(figures, markdown=True)
     chain_table = text.split("\n\n")[2].splitlines()
     assert chain_table[0].startswith("| row | traversal s |")
