@@ -42,6 +42,7 @@ a run raised (an inductor build that fails, for example).
     python scripts/calculus.py --quick         # smaller work, two rounds (under 15 minutes)
     python scripts/calculus.py --markdown      # the tables for docs/performance.md
     python scripts/calculus.py --json          # the same figures for machines
+    python scripts/calculus.py --from-json run.json --markdown   # a saved run's tables
     python scripts/calculus.py --device cuda   # the CUDA rows only (default: both devices)
 """
 
@@ -887,11 +888,17 @@ def main() -> None:
     parser.add_argument("--games", type=int, help="per evaluation match (override)")
     parser.add_argument("--no-forward", action="store_true", help="skip the micro-benchmark")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--from-json", type=argparse.FileType(), help="print the tables of a saved --json run"
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the figures as JSON")
     output.add_argument("--markdown", action="store_true", help="print markdown tables")
     args = parser.parse_args()
 
+    if args.from_json:
+        print(report(json.load(args.from_json), args.markdown))
+        return
     work = WORK["smoke" if args.smoke else "quick" if args.quick else "full"]
     overrides = {
         "rounds": args.rounds,

@@ -138,3 +138,11 @@ def test_markdown_report_has_a_line_per_row_and_marks_the_cuda_rows(figures, cal
     assert chain_table[0].startswith("| row | traversal s |")
     assert len(chain_table) == 2 + len(CHAIN + EXTRAS)
     assert text.count(NO_CUDA) == len(CHAIN + EXTRAS + SWEEP) + 1  # the rows and the forwards
+
+
+def test_a_saved_run_prints_the_same_tables_without_measuring(figures, calculus, tmp_path):
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(figures))
+    command = [sys.executable, str(SCRIPT), "--from-json", str(saved), "--markdown"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == calculus.report(figures, markdown=True)
