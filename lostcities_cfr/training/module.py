@@ -185,7 +185,7 @@ class DeepCFR(pl.LightningModule):
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
         with torch.inference_mode():
-            logits = self.strategy_net(features.to(self.device)).float()
+            logits = self.strategy_net(features.to(self.device, self.dtype)).float()
             return masked_softmax(logits, legal.to(self.device)).to(features.device)
 
     # ---- Lightning: setup -------------------------------------------------------------------
@@ -248,8 +248,8 @@ class DeepCFR(pl.LightningModule):
         """Walk ``traversals_per_player`` games for each player; fill ``iteration_metrics``."""
         head = uniform_strategy if self.iteration == 1 else regret_matching
         if head is not self._queue_head:
-            # Only when the head changes: a compiled queue handle belongs to one
-            # registration, so registering every iteration would compile every iteration.
+            # Only when the head changes: a registration replaces the queue's handles,
+            # compiled ones included (dynamo's cache serves the new ones' graphs).
             for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
                 self.queue.register(name, net, head)
             self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
@@ -333,7 +333,9 @@ class DeepCFR(pl.LightningModule):
             return
         start = time.perf_counter()
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
-        outputs = net(rows.features)
+        # The rows come from the buffer, not from a dataloader, so Lightning never converts
+        # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
+        outputs = net(self.trainer.precision_plugin.convert_input(rows.features))
         loss = loss_fn(
             outputs, rows.legal, rows.targets, rows.iteration, self.hparams.weight_exponent
         )
