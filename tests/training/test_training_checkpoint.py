@@ -234,8 +234,8 @@ def test_checkpoints_hold_plain_data_and_name_their_model_class(fitted, tmp_path
 
 
 def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_path, capsys):
-    tiny = r"tiny rules \(feature size 56, 15 actions\)"
-    classic = r"classic rules \(feature size 421, 106 actions\)"
+    tiny = r"tiny rules \(feature size 58, 15 actions\)"
+    classic = r"classic rules \(feature size 423, 106 actions\)"
     agent = agent_from_spec(f"ckpt:{fitted}")
     with pytest.raises(LostCitiesError, match=rf"plays {tiny}; this game is {classic}"):
         evaluate(agent, agent_from_spec("random"), 2)  # classic rules by default
@@ -247,7 +247,7 @@ def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_pa
 
     with pytest.raises(SystemExit):
         play.main(["--opponent", f"ckpt:{fitted}"], read=no_move, write=print)
-    assert "plays tiny rules (feature size 56" in capsys.readouterr().err
+    assert "plays tiny rules (feature size 58" in capsys.readouterr().err
     # Weights that do not fit the rules their own checkpoint names.
     checkpoint = torch.load(fitted, weights_only=True)
     checkpoint["hyper_parameters"]["rules"] = "six-colors"
