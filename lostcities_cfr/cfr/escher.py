@@ -83,6 +83,9 @@ class ESCHERSampling(Sampler):
         switch_range: each trajectory turns on-policy at a decision drawn uniformly from
             ``[0, switch_range)`` (module docstring): larger values write more advantage
             rows and fewer value rows per trajectory.
+        td_lambda: the value targets' TD(lambda): 1 takes the round's outcome, smaller
+            values lean on the value network's own estimates of the later states (less
+            noise from the cards still to come, more bias while the network is wrong).
         max_decisions: cut trajectories after this many decisions (penalty-free, see the
             module docstring); None never cuts.
     """
@@ -97,6 +100,7 @@ class ESCHERSampling(Sampler):
         guide: str | None = "heuristic:balanced",
         guide_weight: float = 0.4,
         switch_range: int = 120,
+        td_lambda: float = 1.0,
         max_decisions: int | None = 300,
     ) -> None:
         super().__init__(walkers, utility_scale)
@@ -106,6 +110,8 @@ class ESCHERSampling(Sampler):
             raise ConfigError(
                 f"ESCHERSampling guide_weight={guide_weight}; it must lie in [0, 1 - exploration]"
             )
+        if not 0 <= td_lambda <= 1:
+            raise ConfigError(f"ESCHERSampling td_lambda={td_lambda}; it must lie in [0, 1]")
         if switch_range < 1:
             raise ConfigError(f"ESCHERSampling switch_range={switch_range}; it must be at least 1")
         if max_decisions is not None and max_decisions < 1:
@@ -122,6 +128,7 @@ class ESCHERSampling(Sampler):
         self.guide = guide
         self.guide_weight = guide_weight
         self.switch_range = switch_range
+        self.td_lambda = td_lambda
         self.max_decisions = max_decisions
 
     def sampling_policy(
@@ -153,8 +160,8 @@ class ESCHERSampling(Sampler):
             self.switch_range, (B,), generator=generator, device=device
         )  # [b]
         # On-policy states wait here for their trajectory's outcome: (walker, history
-        # features, +1/-1 for the player to move being player 0 / 1).
-        value_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        # features, +1/-1 for the player to move being player 0 / 1, V(s) for player 0).
+        value_rows: list[tuple[torch.Tensor, ...]] = []
         outcome = torch.zeros(B, device=device)  # [B] player 0's final return, or V at a cut
 
         while (next_rows := live_rows(games, [walker, switch])) is not None:
@@ -166,13 +173,12 @@ class ESCHERSampling(Sampler):
             cut = torch.zeros_like(alive)
             if self.max_decisions is not None:
                 cut = alive & (turn >= self.max_decisions)
-            # On-policy states become value rows; a cut one needs V of itself as its return.
-            valued = alive & (turn > switch)
-            cut_rows = cut.nonzero().squeeze(1)
-            if len(cut_rows):
-                cut_ticket = queue.submit(
-                    VALUE_NETWORK, encode_history(games.select(cut_rows)), _one(cut_rows)
-                )
+            # V of the on-policy states (value rows, and their TD targets) and of the cut ones
+            # (their trajectory's return), in the same flush as the strategies.
+            valued = (alive & ((turn > switch) | cut)).nonzero().squeeze(1)
+            if len(valued):
+                history = encode_history(games.select(valued))  # [v, H]
+                value_ticket = queue.submit(VALUE_NETWORK, history, _one(valued))
             mine = alive & ~cut & (mover == traverser)
             sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
             if len(sampled):
@@ -180,15 +186,23 @@ class ESCHERSampling(Sampler):
             sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
             context.stats.nodes += len(live)
 
-            if len(cut_rows):
-                outcome[walker[cut_rows]] = to_player0[cut_rows] * cut_ticket.result()[:, 0]
-                context.stats.truncated += len(cut_rows)
+            if len(valued):
+                value = to_player0[valued] * value_ticket.result()[:, 0].float()  # player 0's
+                is_cut = cut[valued]
+                outcome[walker[valued[is_cut]]] = value[is_cut]
+                kept = ~is_cut
+                value_rows.append(
+                    (
+                        walker[valued[kept]],
+                        history[kept].half(),
+                        to_player0[valued[kept]],
+                        value[kept],
+                    )
+                )
+            if cut.any():
+                context.stats.truncated += int(cut.sum())
                 games.done = games.done | cut
                 alive = alive & ~cut
-            on_policy = (valued & alive).nonzero().squeeze(1)
-            if len(on_policy):
-                history = encode_history(games.select(on_policy)).half()
-                value_rows.append((walker[on_policy], history, to_player0[on_policy]))
             if len(sampled):
                 q = children()  # [n, A] the children's values for the traverser
                 regrets = q - (sigma[sampled] * q).sum(1, keepdim=True)
@@ -212,8 +226,28 @@ class ESCHERSampling(Sampler):
             if len(ended):
                 outcome[walker[ended]] = self.utility(games, 0, ended)
 
-        for rows, history, to_player0 in value_rows:
-            returns = (to_player0 * outcome[rows])[:, None]  # [n, 1] the mover's return
+        self._write_value_rows(value_rows, outcome, context)
+
+    def _write_value_rows(
+        self,
+        value_rows: list[tuple[torch.Tensor, ...]],
+        outcome: torch.Tensor,
+        context: TraversalContext,
+    ) -> None:
+        """TD(lambda) returns of the on-policy states, computed backwards; rows to the value
+        buffer with the mover's return as the target.
+
+        ``G_t = (1 - lambda) V(s_{t+1}) + lambda G_{t+1}`` along each trajectory, with the
+        round's outcome after its last state (lambda = 1: the outcome itself).
+        """
+        lam = self.td_lambda
+        seen = torch.zeros(len(outcome), dtype=torch.bool, device=outcome.device)  # [W]
+        later_return, later_value = outcome.clone(), torch.zeros_like(outcome)  # [W] each
+        for rows, history, to_player0, value in reversed(value_rows):
+            bootstrapped = (1 - lam) * later_value[rows] + lam * later_return[rows]
+            target = torch.where(seen[rows], bootstrapped, outcome[rows])  # [n] for player 0
+            later_return[rows], later_value[rows], seen[rows] = target, value, True
+            returns = (to_player0 * target)[:, None]  # [n, 1] the mover's return
             context.add_value_rows(history, torch.ones_like(returns, dtype=torch.bool), returns)
 
     def _children(
