@@ -1,8 +1,8 @@
 """Agent spec strings: every documented form builds the right agent, and every malformed one
-fails with an AgentSpecError that says what was wrong."""
+fails with an AgentSpecError that says what was wrong. (``ckpt:`` specs of a real checkpoint:
+tests/training/test_training_checkpoint.py.)"""
 
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -93,42 +93,7 @@ def checkpoint_file(tmp_path):
     return path
 
 
-@pytest.fixture
-def fake_checkpoint_module(monkeypatch):
-    """Stands in for lostcities_cfr.training.checkpoint; records load_agent's arguments."""
-    calls = []
-
-    def load_agent(path, policy, greedy, seed):
-        calls.append({"path": path, "policy": policy, "greedy": greedy, "seed": seed})
-        return RandomAgent(seed)
-
-    module = types.ModuleType("lostcities_cfr.training.checkpoint")
-    module.load_agent = load_agent
-    monkeypatch.setitem(sys.modules, "lostcities_cfr.training.checkpoint", module)
-    return calls
-
-
-@pytest.mark.parametrize(
-    ("suffix", "policy", "greedy"),
-    [
-        ("", "average", False),
-        (":average", "average", False),
-        (":current", "current", False),
-        (":current:greedy", "current", True),
-        (":greedy", "average", True),
-    ],
-)
-def test_checkpoint_specs_parse_path_policy_and_greedy(
-    checkpoint_file, fake_checkpoint_module, suffix, policy, greedy
-):
-    agent = agent_from_spec(f"ckpt:{checkpoint_file}{suffix}", seed=4)
-    assert fake_checkpoint_module == [
-        {"path": str(checkpoint_file), "policy": policy, "greedy": greedy, "seed": 4}
-    ]
-    assert agent.name == f"ckpt:{checkpoint_file}{suffix}"
-
-
-def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_checkpoint_module):
+def test_checkpoint_spec_rejects_two_policies(checkpoint_file):
     with pytest.raises(AgentSpecError, match="one of :average and :current"):
         agent_from_spec(f"ckpt:{checkpoint_file}:average:current")
 

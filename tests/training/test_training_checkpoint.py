@@ -7,12 +7,12 @@ import signal
 import subprocess
 import time
 
+import pytest
 import torch
 from run_probes import BufferProbe
-from tiny_training import cli_subprocess
+from tiny_training import cli_subprocess, positions, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
@@ -95,12 +95,29 @@ def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_confi
     assert_same_run(resumed.model, reference.model)
 
 
-def test_agents_load_from_a_checkpoint_and_play(write_config, tmp_path):
-    run("fit", ["--config", str(write_config(name="agent", max_epochs=1, final_eval_games=0))])
-    path = tmp_path / "agent" / "checkpoints" / "last.ckpt"
-    for spec in (f"ckpt:{path}", f"ckpt:{path}:current", f"ckpt:{path}:greedy"):
-        agent = agent_from_spec(spec, seed=0)
-        result = evaluate(agent, agent_from_spec("random", seed=1), 20, rules=Rules.tiny())
-        assert result.games == 20
-    direct = load_agent(path, policy="current", greedy=True)
-    assert direct.name == "current"
+@pytest.mark.parametrize(
+    ("suffix", "policy", "greedy"),
+    [
+        ("", "average", False),
+        (":average", "average", False),
+        (":current", "current", False),
+        (":current:greedy", "current", True),
+        (":greedy", "average", True),
+    ],
+)
+def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, policy, greedy):
+    path, saved = tiny_checkpoint
+    batch = positions(Rules.tiny(), per_depth=64)
+    expected = saved.agent(policy, greedy=greedy, seed=4).act(batch)
+    # A model that never trained plays differently, so equal actions say the weights loaded.
+    untrained = tiny_model().agent(policy, greedy=greedy, seed=4).act(batch)
+    assert not torch.equal(untrained, expected)
+    for agent in (
+        agent_from_spec(f"ckpt:{path}{suffix}", seed=4),
+        load_agent(path, policy=policy, greedy=greedy, seed=4),
+    ):
+        assert torch.equal(agent.act(batch), expected)
+    if policy == "average":
+        torch.testing.assert_close(
+            load_agent(path).policy(batch), saved.agent("average").policy(batch)
+        )
