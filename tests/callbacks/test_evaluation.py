@@ -1,4 +1,5 @@
 import pytest
+import torch
 from tiny_runs import fit, read_csv_metrics, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
@@ -17,6 +18,7 @@ def evaluated_run(tmp_path_factory):
     evaluation = PeriodicEvaluation(
         every_n_iterations=2, games=20, opponents=OPPONENTS, greedy=True, seed=5
     )
+    torch.manual_seed(0)  # the networks' initialisation, whatever ran before
     trainer, model = fit(tmp_path_factory.mktemp("eval"), [evaluation], max_epochs=3)
     return evaluation, model, read_csv_metrics(trainer)
 

@@ -79,6 +79,7 @@ class EpochProbe(pl.Callback):
 @pytest.fixture(scope="module")
 def epoch_run() -> EpochProbe:
     probe = EpochProbe(positions(TINY))
+    torch.manual_seed(0)  # the networks' initialisation, whatever ran before
     model = tiny_model(
         sampler=RecordingExternalSampling(walkers=TRAVERSALS),
         traversals_per_player=TRAVERSALS,
