@@ -25,9 +25,9 @@ class RecordingExternalSampling(ExternalSampling):
         super().__init__(walkers, utility_scale)
         self.walked: list[tuple[int, GameBatch]] = []
 
-    def traverse_games(self, games, traverser, *rest):
-        self.walked.append((traverser, games.clone()))
-        return super().traverse_games(games, traverser, *rest)
+    def traverse_games(self, games, context):
+        self.walked.append((context.traverser, games.clone()))
+        return super().traverse_games(games, context)
 
     def dealt(self, traverser: int) -> int:
         """Games walked so far with ``traverser`` as the traverser."""

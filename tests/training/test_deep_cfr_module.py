@@ -10,7 +10,8 @@ import torch
 from run_probes import NETWORKS, IterationProbe, largest_change
 from tiny_training import fit, tiny_model
 
-from lostcities_cfr.cfr.exploitability import exploitability, uniform_policy
+from lostcities_cfr.cfr import uniform_strategy
+from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
@@ -116,7 +117,7 @@ def test_each_iteration_traverses_trains_and_reports_the_design_metrics():
         assert metrics["time/advantage_train_s"] > 0 and metrics["time/strategy_train_s"] > 0
     # The exact exploitability of the average strategy, every second iteration only.
     assert ["exploitability" in m for m in recorder.logged] == [False, True, False]
-    uniform = exploitability(model.rules, uniform_policy)
+    uniform = exploitability(model.rules, uniform_strategy)
     value = recorder.logged[1]["exploitability"]
     assert recorder.logged[1]["exploitability/vs_uniform"] == pytest.approx(value / uniform)
     logged = trainer.callback_metrics  # the x-axis is the iteration

@@ -12,8 +12,9 @@ from tiny_training import fit, tiny_model
 
 from lostcities_cfr.agents import RandomAgent
 from lostcities_cfr.arena import evaluate
+from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import exploitability, uniform_policy
+from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.game import Rules
@@ -35,7 +36,7 @@ def test_eight_tiny_iterations_cut_the_exact_exploitability_far_below_uniforms()
         seed=0,
     )
     fit(model, max_epochs=8)
-    uniform = exploitability(model.rules, uniform_policy)  # 2.416
+    uniform = exploitability(model.rules, uniform_strategy)  # 2.416
     # Seeds 0-5 ended at 3.1% to 4.2% of the uniform policy's (about 2 s each; iteration 1
     # alone is uniform by construction, and tabular vanilla CFR needs ~10 iterations for 11%).
     assert exploitability(model.rules, model.average_policy) < 0.08 * uniform

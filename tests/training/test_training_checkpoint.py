@@ -1,5 +1,6 @@
 """Checkpoints: a run killed with SIGKILL resumes from its last checkpoint as if never
-stopped; seeded runs repeat exactly; agents load from checkpoint files."""
+stopped; seeded runs repeat exactly; agents load from checkpoint files and ``ckpt:`` specs
+parse."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from run_probes import BufferProbe
 from tiny_training import cli_subprocess, positions, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
@@ -121,3 +123,9 @@ def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, poli
         torch.testing.assert_close(
             load_agent(path).policy(batch), saved.agent("average").policy(batch)
         )
+
+
+def test_checkpoint_spec_rejects_two_policies(tiny_checkpoint):
+    path, _ = tiny_checkpoint
+    with pytest.raises(AgentSpecError, match="one of :average and :current"):
+        agent_from_spec(f"ckpt:{path}:average:current")

@@ -18,9 +18,10 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP
-from lostcities_cfr.game import GameBatch, Rules, random_legal_actions
+from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.training import DeepCFR
 
 TINY_MODEL = {
