@@ -2,6 +2,7 @@
 a result against games replayed and counted by hand on the reference engine, and the
 heuristic's strength (speed targets: ``-m slow``)."""
 
+import dataclasses
 import json
 import math
 import time
@@ -18,6 +19,7 @@ from lostcities_cfr.agents import (
     act_single,
 )
 from lostcities_cfr.arena import (
+    EvaluationResult,
     Outcome,
     PlayStyle,
     evaluate,
@@ -152,7 +154,12 @@ def test_too_few_deals_for_a_match_give_no_match_outcome_and_clean_json():
     data = result.to_dict()
     json.dumps(data, allow_nan=False)  # no NaN: undefined values are null
     assert data["rounds"]["score_diff_ci"] == [None, None]
-    assert "n/a" in result.format_table()
+    assert data["rounds"]["win_rate_ci"] == list(result.rounds.win_rate_ci)
+    assert data["agent_style"]["wagers"] == result.agent_style.wagers
+    games_row = next(
+        line for line in result.format_table().splitlines() if line.startswith("games")
+    )
+    assert games_row.endswith("  n/a (fewer than 3 deals)")
 
 
 def test_the_same_seed_repeats_the_same_evaluation():
@@ -173,6 +180,58 @@ def test_result_table_and_dict_carry_the_same_figures():
     assert data["agent"] == "heuristic:cautious" and data["opponent"] == "random"
     assert data["rules"]["n_colors"] == 5 and Rules(**data["rules"]).preset_name() == "classic"
     assert data["game_length"] > 20
+
+
+def test_the_table_lays_out_every_figure_in_its_row_and_column():
+    rounds = Outcome(
+        n=20, wins=12, draws=3, losses=5, win_rate=0.6, draw_rate=0.15, loss_rate=0.25,
+        win_rate_ci=(0.387, 0.781), draw_rate_ci=(0.052, 0.36), loss_rate_ci=(0.112, 0.469),
+        score_diff=4.25, score_diff_ci=(-1.5, 10.0), agent_score=7.5, opponent_score=3.25,
+    )  # fmt: skip
+    matches = Outcome(
+        n=6, wins=1, draws=0, losses=5, win_rate=1 / 6, draw_rate=0.0, loss_rate=5 / 6,
+        win_rate_ci=(0.03, 0.564), draw_rate_ci=(0.0, 0.39), loss_rate_ci=(0.436, 0.97),
+        score_diff=-12.5, score_diff_ci=(math.nan, math.nan), agent_score=-2.0,
+        opponent_score=10.5,
+    )  # fmt: skip
+    result = EvaluationResult(
+        agent="scripted-agent-with-a-long-name",  # wider than the column's 34 characters
+        opponent="random",
+        rules=dataclasses.asdict(Rules.tiny()),
+        seed=3,
+        games=20,
+        deals=10,
+        matches=6,
+        rounds=rounds,
+        matches_outcome=matches,
+        agent_style=PlayStyle(expeditions=1.5, negative_share=0.25, wagers=0.1),
+        opponent_style=PlayStyle(expeditions=0.0, negative_share=math.nan, wagers=0.0),
+        game_length=12.34,
+        capped_games=2,
+        seconds=0.5,
+        games_per_s=40.0,
+    )
+    assert result.format_table().splitlines() == [
+        "scripted-agent-with-a-long-name vs random: 20 games (10 deals, each played from both "
+        "seats), tiny rules, seed 3",
+        "0.5 s, 40 games/s",
+        "",
+        f"{'':24}{'rounds':40}three-round matches",
+        f"{'games':24}{'20':40}6",
+        "win rate [95% CI]        60.0%  [ 38.7,  78.1]                   16.7%  [  3.0,  56.4]",
+        "draw rate                15.0%  [  5.2,  36.0]                    0.0%  [  0.0,  39.0]",
+        "loss rate                25.0%  [ 11.2,  46.9]                   83.3%  [ 43.6,  97.0]",
+        "score diff [95% CI]     +4.25  [-1.50, +10.00]                  -12.50",
+        f"{'agent score':24}{'+7.50':40}-2.00",
+        f"{'opponent score':24}{'+3.25':40}+10.50",
+        "",
+        "per game                agent: scripted-agent-with-a-long-name  opponent: random",
+        f"{'expeditions started':24}{'1.50':40}0.00",
+        f"{'... ending negative':24}{'25.0%':40}n/a",
+        f"{'wagers played':24}{'0.10':40}0.00",
+        "game length (turns)     12.3",
+        "ended by max_turns      2",
+    ]
 
 
 def test_agents_written_outside_the_package_need_only_an_act_method():
