@@ -58,10 +58,20 @@ def test_wilson_interval_of_no_games_is_uninformative_and_bad_counts_are_refused
 
 
 @pytest.mark.parametrize(
-    ("df", "quantile"), [(1, 12.7062), (2, 4.3027), (3, 3.1824), (10, 2.2281), (30, 2.0423)]
+    ("df", "quantile", "rel"),
+    [
+        # exact for 1 and 2; the expansion's documented error elsewhere
+        (1, 12.706205, 1e-6),
+        (2, 4.302653, 1e-6),
+        (3, 3.182446, 1.5e-3),
+        (5, 2.570582, 2e-4),
+        (10, 2.228139, 1e-5),
+        (30, 2.042272, 1e-5),
+        (100, 1.983972, 1e-5),
+    ],
 )
-def test_t_quantile_matches_tables(df, quantile):
-    assert t_quantile_975(df) == pytest.approx(quantile, rel=2e-3)
+def test_t_quantile_matches_tables(df, quantile, rel):
+    assert t_quantile_975(df) == pytest.approx(quantile, rel=rel)
 
 
 def test_mean_interval_is_the_student_t_interval():
@@ -70,7 +80,11 @@ def test_mean_interval_is_the_student_t_interval():
     half = 2.7764 * math.sqrt(2.5) / math.sqrt(5)
     assert mean == 3.0
     assert (low, high) == pytest.approx((3 - half, 3 + half), abs=5e-3)
-    assert math.isnan(mean_interval(torch.tensor([7.0]))[1][0])
+    one = mean_interval(torch.tensor([7.0]))
+    assert one[0] == 7.0 and math.isnan(one[1][0]) and math.isnan(one[1][1])
+    assert math.isnan(mean_interval(torch.tensor([]))[0])
+    two = mean_interval(torch.tensor([1.0, 3.0]))  # sd sqrt(2), t(0.975, 1) = 12.706
+    assert two[0] == 2.0 and two[1] == pytest.approx((2.0 - 12.7062, 2.0 + 12.7062), abs=1e-3)
 
 
 def test_outcome_counts_from_the_agents_side_and_pairs_mirrored_games():
@@ -93,9 +107,11 @@ def test_play_style_counts_started_negative_and_wagered_expeditions():
     for r in range(5, 10):  # G6..G10 = 40: positive
         expeditions[0, rules.type_id(1, r)] = 1
     expeditions[1, rules.type_id(2, 9)] = 1  # B10 alone: negative
+    for r in (3, 5, 9):  # W4 W6 W10 = 20: exactly 0, which is not negative
+        expeditions[1, rules.type_id(3, r)] = 1
     style = PlayStyle.of(rules, expeditions)
-    assert style.expeditions == pytest.approx(3 / 2)
-    assert style.negative_share == pytest.approx(2 / 3)
+    assert style.expeditions == pytest.approx(4 / 2)
+    assert style.negative_share == pytest.approx(2 / 4)
     assert style.wagers == pytest.approx(1 / 2)
 
 
@@ -142,7 +158,15 @@ def test_scores_are_credited_to_the_right_agent_in_both_seatings():
 
 
 def test_games_round_up_to_whole_deals_and_matches_use_full_triples():
+    start = time.perf_counter()
     result = evaluate(RandomAgent(seed=0), RandomAgent(seed=1), games=15, rules=Rules.tiny())
+    assert 0 < result.seconds <= time.perf_counter() - start
+    assert result.games_per_s == pytest.approx(result.games / result.seconds)
+    assert (
+        evaluate(RandomAgent(seed=0), RandomAgent(seed=1), games=1, rules=Rules.tiny()).games == 2
+    )
+    with pytest.raises(ValueError, match=r"^games=0 must be >= 1$"):
+        evaluate(RandomAgent(seed=0), RandomAgent(seed=1), games=0)
     assert (result.games, result.deals, result.matches) == (16, 8, 4)
     assert result.rounds.n == 16
     assert result.matches_outcome.n == 4
@@ -391,6 +415,7 @@ def test_every_figure_equals_the_games_replayed_and_counted_by_hand(scenario):
         assert rounds["wins"] > 0 and rounds["losses"] > 0
 
     assert (result.games, result.deals, result.matches) == (2 * deals, deals, 6)
+    assert result.seed == seed and result.rules == dataclasses.asdict(rules)
     assert_outcome(result.rounds, rounds)
 
     def per_match(scores: list[list[int]]) -> list[list[int]]:  # consecutive deals, by three

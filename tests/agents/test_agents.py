@@ -85,9 +85,15 @@ def test_random_agent_is_uniform_over_legal_actions():
     assert (counts[legal].float() - expected).abs().max() < 150
 
 
-def test_seeded_random_agents_repeat_themselves():
+def test_seeded_agents_repeat_themselves_and_draw_fresh_numbers_at_every_call():
     batch = GameBatch.new(Rules.classic(), 64, seed=0)
-    assert torch.equal(RandomAgent(seed=5).act(batch), RandomAgent(seed=5).act(batch))
+    for make in (RandomAgent, DiscardOnlyAgent):
+        agent = make(seed=5)
+        first, second = agent.act(batch), agent.act(batch)
+        assert torch.equal(first, make(seed=5).act(batch))
+        assert not torch.equal(first, second)
+        assert not torch.equal(first, make(seed=6).act(batch))
+    assert (RandomAgent().name, DiscardOnlyAgent().name) == ("random", "discard-only")
 
 
 def test_discard_only_agent_always_discards_draws_from_the_deck_and_scores_zero():
@@ -155,3 +161,4 @@ def test_a_network_agent_samples_unless_told_to_be_greedy():
     uniform = NetworkAgent(net, lambda outputs, legal: legal / legal.sum(1, keepdim=True), seed=0)
     one_position = GameBatch.new(rules, 1, seed=0).select(torch.zeros(200, dtype=torch.int64))
     assert len(set(uniform.act(one_position).tolist())) > 1
+    assert uniform.name == "network"
