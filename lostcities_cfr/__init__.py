@@ -69,9 +69,6 @@ def _checkpoint_agent_on_first_use(
     return checkpoint.checkpoint_agent(args, options, seed)
 
 
-register_agent_kind(
-    "ckpt",
-    _checkpoint_agent_on_first_use,
-    "ckpt:PATH[:current][:greedy]",
-    "a checkpoint's average strategy (:current = regret matching on its advantage nets)",
-)
+CKPT_USAGE = "ckpt:PATH[:average|:current|:sdcfr][:greedy]"
+CKPT_HELP = "a checkpoint's deployed policy (its run's `deploy`), or the policy named"
+register_agent_kind("ckpt", _checkpoint_agent_on_first_use, CKPT_USAGE, CKPT_HELP)

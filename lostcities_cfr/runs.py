@@ -43,6 +43,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "value_updates",
         "weight_decay",
         "color_augmentation",
+        "deploy",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per

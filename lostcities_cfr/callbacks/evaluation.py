@@ -11,7 +11,7 @@ from pytorch_lightning.loggers import WandbLogger
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.training.evaluation import check_policies, evaluate_policy
+from lostcities_cfr.training.evaluation import check_policies, evaluate_policy, policy_label
 from lostcities_cfr.training.metrics import ITERATION, eval_metrics
 
 TABLE_KEY = "eval/results"
@@ -143,12 +143,12 @@ class PeriodicEvaluation(pl.Callback):
                 result = evaluate_policy(
                     pl_module, policy, spec, self.games, seed=self.seed, greedy=self.greedy
                 )
-                metrics.update(eval_metrics(policy, spec, result))
+                metrics.update(eval_metrics(policy_label(policy, self.greedy), spec, result))
                 rounds = result.rounds
                 self.rows.append(
                     [
                         iteration,
-                        policy,
+                        policy_label(policy, self.greedy),
                         spec,
                         result.games,
                         rounds.win_rate,

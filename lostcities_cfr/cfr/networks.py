@@ -14,29 +14,36 @@ queue as a network's head.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 from torch import nn
 
+from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game.rules import Rules
 
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Shape of a :class:`PolicyMLP`; every field is a constructor argument of it.
+    """Shape of a network: a :class:`PolicyMLP`, or a colour-equivariant
+    :class:`~lostcities_cfr.cfr.color_network.ColorNet`.
 
     Args:
-        width: units in each hidden layer.
+        width: units in each hidden layer (ColorNet: per colour).
         depth: number of hidden layers.
-        layer_norm: a LayerNorm after each hidden Linear (before the ReLU).
-        residual: hidden layers after the first add their input to their output.
+        layer_norm: a LayerNorm after each hidden Linear (before the ReLU); MLP only.
+        residual: hidden layers after the first add their input to their output; MLP only
+            (ColorNet's mixing layers always are residual).
+        architecture: ``"mlp"`` (a flat MLP) or ``"colors"`` (one shared encoder per colour:
+            the rules treat colours alike, so it learns each card's worth once).
     """
 
     width: int = 512
     depth: int = 3
     layer_norm: bool = False
     residual: bool = False
+    architecture: Literal["mlp", "colors"] = "mlp"
 
     # "512x3" is the reference scale. "1024x6" is twice as wide and deep; at six
     # layers skip connections and LayerNorm keep gradients and activations at a
@@ -55,9 +62,19 @@ class NetworkConfig:
             )
         return cls(**cls.PRESETS[name])
 
-    def build(self, n_features: int, n_actions: int) -> PolicyMLP:
-        """A freshly initialised network of this shape."""
-        return PolicyMLP(n_features, n_actions, **asdict(self))
+    def build(self, n_features: int, n_actions: int, rules: Rules | None = None) -> nn.Module:
+        """A freshly initialised network of this shape; ColorNet needs the ``rules`` the
+        features and outputs follow."""
+        if self.architecture == "colors":
+            if rules is None:
+                raise ConfigError("a NetworkConfig with architecture='colors' needs the rules")
+            return ColorNet(rules, n_features, n_actions, self.width, self.depth)
+        if self.architecture != "mlp":
+            raise ConfigError(
+                f"NetworkConfig architecture={self.architecture!r}; expected 'mlp' or 'colors'"
+            )
+        shape = {k: v for k, v in asdict(self).items() if k != "architecture"}
+        return PolicyMLP(n_features, n_actions, **shape)
 
 
 class PolicyMLP(nn.Module):

@@ -32,13 +32,12 @@ import torch
 from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
+from lostcities_cfr import CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
 from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
-CKPT_USAGE = "ckpt:PATH[:current][:greedy]"
-CKPT_HELP = "a checkpoint's average strategy (:current = regret matching on its advantage nets)"
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these.
@@ -263,7 +262,7 @@ def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:
 
 def load_agent(
     path: str | Path,
-    policy: str = "average",
+    policy: str | None = None,
     greedy: bool = False,
     seed: int | None = None,
     rules: Rules | None = None,
@@ -275,8 +274,9 @@ def load_agent(
 
     Args:
         path: a checkpoint written by ``fit`` (e.g. ``runs/quickstart/checkpoints/last.ckpt``).
-        policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output) or
-            ``"current"`` (regret matching on the advantage networks).
+        policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output),
+            ``"current"`` (regret matching on the advantage networks) or ``"sdcfr"`` (stored
+            iterations); None: the policy the run deploys (``DeepCFR.deploy``).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
         rules: the rules it is meant to play (see :func:`load_model`).
@@ -288,13 +288,14 @@ def load_agent(
 
 
 def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    """The ``ckpt`` agent kind's factory: ``PATH[:average|:current][:greedy]`` split at ':'.
+    """The ``ckpt`` agent kind's factory: ``PATH[:average|:current|:sdcfr][:greedy]`` split at ':'.
 
     Raises:
         AgentSpecError: no path, both policies, an option, or no file at the path.
     """
-    usage = "ckpt:PATH[:average|:current][:greedy]"
-    flags = {"average", "current", "greedy"}
+    usage = CKPT_USAGE
+    policies = {"average", "current", "sdcfr"}
+    flags = {*policies, "greedy"}
     # PATH may itself hold ':' (a Windows drive): peel the flags off the end only.
     end = len(args)
     while end > 1 and args[end - 1] in flags:
@@ -303,13 +304,13 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
     expect_arguments([], options, 0, usage)
     if not path:
         raise AgentSpecError(f"a checkpoint spec needs a path; usage: {usage}")
-    if {"average", "current"} <= chosen:
-        raise AgentSpecError("choose one of :average and :current, not both")
+    if len(chosen & policies) > 1:
+        raise AgentSpecError("choose one of :average, :current and :sdcfr, not several")
     if not Path(path).is_file():
         raise AgentSpecError(f"no checkpoint file at {path!r}")
     return load_agent(
         path,
-        policy="current" if "current" in chosen else "average",
+        policy=next(iter(chosen & policies), None),
         greedy="greedy" in chosen,
         seed=seed,
     )

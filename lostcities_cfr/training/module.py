@@ -115,6 +115,12 @@ class DeepCFR(pl.LightningModule):
             them is logged as ``loss/val_<network>`` next to ``loss/val_zero_<network>``,
             the loss of predicting zeros. 0 holds out nothing.
         weight_decay: decoupled weight decay (AdamW) of every network; 0 is plain Adam.
+        snapshots: keep every iteration's advantage networks (in memory and in checkpoints),
+            for the ``"sdcfr"`` policy (SD-CFR, Steinberger 2019: the average strategy
+            without the strategy network's approximation error).
+        deploy: the policy an agent of this model plays unless asked for another (``ckpt:PATH``,
+            ``evaluate``, ``play``): ``average``, ``current`` or ``sdcfr``, with ``:greedy``
+            to play the most probable action (``docs/strength.md`` compares them).
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
@@ -147,6 +153,8 @@ class DeepCFR(pl.LightningModule):
         holdout: float = 0.0,
         weight_decay: float = 0.0,
         color_augmentation: bool = False,
+        snapshots: bool = False,
+        deploy: str = "average",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -172,8 +180,9 @@ class DeepCFR(pl.LightningModule):
                 ) from None
 
         F, A = feature_size(self.rules), self.rules.n_actions
-        self.advantage_nets = nn.ModuleList(self.network_config.build(F, A) for _ in PLAYERS)
-        self.strategy_net = self.network_config.build(F, A)
+        build = self.network_config.build
+        self.advantage_nets = nn.ModuleList(build(F, A, self.rules) for _ in PLAYERS)
+        self.strategy_net = build(F, A, self.rules)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
@@ -181,7 +190,7 @@ class DeepCFR(pl.LightningModule):
             shape = self.network_config if value_network is None else value_network
             shape = _resolve_network(shape)
             # V(s): one output, the return of the player to move.
-            self.value_net = shape.build(history_feature_size(self.rules), 1)
+            self.value_net = shape.build(history_feature_size(self.rules), 1, self.rules)
         self._feature_layout = feature_layout(self.rules)
         self._history_layout = feature_layout(self.rules, history=True)
         self._action_layout = action_layout(self.rules)
@@ -197,6 +206,8 @@ class DeepCFR(pl.LightningModule):
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self.iteration_metrics: dict[str, float] = {}
         self._resume_state: dict[str, Any] | None = None
+        # SD-CFR: (iteration, advantage networks' weights per player) of every iteration.
+        self._snapshots: list[tuple[int, list[dict[str, torch.Tensor]]]] = []
         self._uniform_exploitability: float | None = None
 
     # ---- properties -------------------------------------------------------------------------
@@ -212,14 +223,43 @@ class DeepCFR(pl.LightningModule):
         last = last_iteration is not None and self.iteration == last_iteration
         return self.iteration % self.hparams.strategy_every == 0 or last
 
-    policies = POLICIES
+    @property
+    def policies(self) -> tuple[str, ...]:
+        """The policies :meth:`agent` plays: ``sdcfr`` only with ``snapshots``."""
+        return POLICIES if self.hparams.snapshots else POLICIES[:2]
 
     def agent(
-        self, policy: str = "average", greedy: bool = False, seed: int | None = None
+        self, policy: str | None = None, greedy: bool = False, seed: int | None = None
     ) -> Agent:
-        """A batched agent playing the ``"average"`` (strategy network) or ``"current"``
-        (regret matching on the advantage networks) strategy."""
-        return policy_agent(self.strategy_net, self.advantage_nets, policy, greedy, seed)
+        """A batched agent playing the ``"average"`` (strategy network), ``"current"``
+        (regret matching on the advantage networks) or ``"sdcfr"`` strategy; None plays
+        ``deploy``, greedily where it says so (``greedy`` too)."""
+        if policy is None:
+            policy, _, how = self.hparams.deploy.partition(":")
+            greedy = greedy or how == "greedy"
+        iterations = [t for t, _ in self._snapshots]
+        weights = [float(t) ** self.hparams.weight_exponent for t in iterations]
+        return policy_agent(
+            self.strategy_net,
+            self.advantage_nets,
+            policy,
+            greedy,
+            seed,
+            snapshots=self._snapshot_networks() if policy == "sdcfr" else (),
+            snapshot_weights=weights,
+        )
+
+    def _snapshot_networks(self) -> list[list[nn.Module]]:
+        """Every stored iteration's advantage networks, rebuilt from their weights."""
+        F, A = feature_size(self.rules), self.rules.n_actions
+        stored = []
+        for _, states in self._snapshots:
+            nets = [self.network_config.build(F, A, self.rules) for _ in states]
+            for net, state in zip(nets, states, strict=True):
+                net.load_state_dict(state)
+                net.eval()
+            stored.append(nets)
+        return stored
 
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
@@ -383,6 +423,13 @@ class DeepCFR(pl.LightningModule):
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
             # on_train_epoch_end, before the module's own hook runs.
             self.iteration_metrics.update(self.held_out_losses())
+            if self.hparams.snapshots:
+                # This iteration's networks are trained: store them before its checkpoint.
+                states = [
+                    {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+                    for net in self.advantage_nets
+                ]
+                self._snapshots.append((self.iteration, states))
 
     def _updates(self, network: str) -> int:
         """Updates of ``network`` in this iteration's training epoch."""
@@ -501,27 +548,29 @@ class DeepCFR(pl.LightningModule):
         games = self.hparams.final_eval_games
         if not games or not self.trainer.is_global_zero:
             return
-        result = self.evaluate_average(games)
+        result = self.evaluate_deployed(games)
         self.print(result.format_table())
         # Lightning has counted the last epoch as completed: current_epoch is its iteration.
         final = {metrics.ITERATION: float(self.current_epoch), **self._final_metrics(result)}
         for logger in self.loggers:
             logger.log_metrics(final, step=self.trainer.global_step)
 
-    # ---- validate: one evaluation of the average strategy -------------------------------------
+    # ---- validate: one evaluation of the deployed policy ---------------------------------------
     def validation_step(self, batch: int, batch_idx: int) -> None:
-        result = self.evaluate_average(self.hparams.final_eval_games or 1000)
+        result = self.evaluate_deployed(self.hparams.final_eval_games or 1000)
         self.print(result.format_table())
         self.log_dict(self._final_metrics(result), batch_size=1)
 
-    def evaluate_average(self, games: int) -> EvaluationResult:
-        """The average strategy against ``eval_opponent`` in ``games`` duplicate games."""
+    def evaluate_deployed(self, games: int) -> EvaluationResult:
+        """The deployed policy (``deploy``) against ``eval_opponent`` in ``games`` duplicate
+        games."""
+        policy, _, how = self.hparams.deploy.partition(":")
         return evaluate_policy(
-            self, "average", self.hparams.eval_opponent, games, self.hparams.seed
+            self, policy, self.hparams.eval_opponent, games, self.hparams.seed, how == "greedy"
         )
 
     def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:
-        return metrics.eval_metrics("average", self.hparams.eval_opponent, result)
+        return metrics.eval_metrics(self.hparams.deploy, self.hparams.eval_opponent, result)
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -529,6 +578,11 @@ class DeepCFR(pl.LightningModule):
         # class is named for the checkpoint loader's allow-list.
         checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
         checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
+        if self._snapshots:
+            checkpoint["sdcfr"] = {
+                "iterations": [t for t, _ in self._snapshots],
+                "advantage": [states for _, states in self._snapshots],
+            }
         if self.strategy_buffer is None:
             return
         checkpoint["deep_cfr"] = {
@@ -550,6 +604,8 @@ class DeepCFR(pl.LightningModule):
         # Applied in on_train_start, once the reservoirs exist on the training device;
         # loading weights alone (validate, an agent) never builds them.
         self._resume_state = checkpoint.get("deep_cfr")
+        stored = checkpoint.get("sdcfr", {"iterations": [], "advantage": []})
+        self._snapshots = list(zip(stored["iterations"], stored["advantage"], strict=True))
 
     def _restore_training_state(self, state: dict[str, Any]) -> None:
         buffer_states = dict(zip(ADVANTAGE_NETWORKS, state["advantage_buffers"], strict=True))
@@ -637,6 +693,16 @@ def _check_arguments(hparams: Any) -> None:
     """Refuse values that cannot work, naming the field, before anything is built."""
     if not 0 <= hparams["holdout"] < 1:
         raise ConfigError(f"DeepCFR holdout={hparams['holdout']!r}; expected a share in [0, 1)")
+    policy, _, how = hparams["deploy"].partition(":")
+    if policy not in POLICIES or how not in ("", "greedy"):
+        raise ConfigError(
+            f"DeepCFR deploy={hparams['deploy']!r}; expected one of {list(POLICIES)}, "
+            "optionally followed by ':greedy'"
+        )
+    if policy == "sdcfr" and not hparams["snapshots"]:
+        raise ConfigError(
+            "DeepCFR deploy='sdcfr' needs snapshots=True (it plays stored iterations)"
+        )
     at_least = {
         "traversals_per_player": 1,
         "advantage_buffer_size": 1,

@@ -179,7 +179,7 @@ def test_fit_ends_with_the_final_evaluation_against_the_eval_opponent(capsys):
     model = tiny_model(final_eval_games=30, eval_opponent="discard-only")
     fit(model, max_epochs=1)
     printed = capsys.readouterr().out
-    result = model.evaluate_average(30)
+    result = model.evaluate_deployed(30)
     assert (result.agent, result.opponent, result.games) == ("average", "discard-only", 30)
     assert result.rules == dataclasses.asdict(model.rules)
     table = result.format_table().splitlines()

@@ -140,7 +140,7 @@ def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, poli
 
 def test_checkpoint_spec_rejects_two_policies(tiny_checkpoint):
     path, _ = tiny_checkpoint
-    with pytest.raises(AgentSpecError, match="one of :average and :current"):
+    with pytest.raises(AgentSpecError, match="one of :average, :current and :sdcfr"):
         agent_from_spec(f"ckpt:{path}:average:current")
 
 

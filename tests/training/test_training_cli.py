@@ -77,7 +77,7 @@ def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
     logged = [row for row in rows if row.get("loss/advantage_p0")]
     assert [float(row["iteration"]) for row in logged] == [1.0, 2.0]
     # The final evaluation's figures are those of the saved model's average strategy.
-    final = load_model(run_dir / "checkpoints" / "last.ckpt").evaluate_average(20)
+    final = load_model(run_dir / "checkpoints" / "last.ckpt").evaluate_deployed(20)
     assert float(rows[-1]["eval/average/random/win_rate"]) == pytest.approx(final.rounds.win_rate)
     assert float(rows[-1]["eval/average/random/score_diff"]) == pytest.approx(
         final.rounds.score_diff
