@@ -44,6 +44,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "weight_decay",
         "color_augmentation",
         "deploy",
+        "alternate_updates",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per

@@ -121,6 +121,10 @@ class DeepCFR(pl.LightningModule):
         deploy: the policy an agent of this model plays unless asked for another (``ckpt:PATH``,
             ``evaluate``, ``play``): ``average``, ``current`` or ``sdcfr``, with ``:greedy``
             to play the most probable action (``docs/strength.md`` compares them).
+        alternate_updates: traverse for player 0, train its advantage network (and the
+            value network), then traverse for player 1 against it and train player 1's (and
+            the value and strategy networks): each player's regrets then answer the other's
+            newest strategy, as in alternating-update CFR. Off: both traverse, then all train.
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
@@ -155,6 +159,7 @@ class DeepCFR(pl.LightningModule):
         color_augmentation: bool = False,
         snapshots: bool = False,
         deploy: str = "average",
+        alternate_updates: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -328,7 +333,7 @@ class DeepCFR(pl.LightningModule):
         updates = [self.hparams.advantage_updates, self.hparams.strategy_updates]
         if self.value_net is not None:
             updates.append(self.hparams.value_updates)
-        return range(max(updates))
+        return range(max(updates) * (2 if self.hparams.alternate_updates else 1))
 
     def val_dataloader(self) -> list[int]:
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
@@ -340,7 +345,10 @@ class DeepCFR(pl.LightningModule):
             self._resume_state = None
 
     def on_train_epoch_start(self) -> None:
-        self.traversal_epoch()
+        self._epoch_stats = TraversalStats()
+        self.iteration_metrics = {}
+        self.queue.reset_stats()
+        self.traversal_epoch(PLAYERS[:1] if self.hparams.alternate_updates else PLAYERS)
         if not self.hparams.advantage_warm_start:
             # Deep CFR retrains the advantage networks from scratch on the whole reservoir:
             # a network fitted to last iteration's data would carry its errors forward.
@@ -351,9 +359,14 @@ class DeepCFR(pl.LightningModule):
                 optimizers[p].optimizer.state.clear()
         self._loss_sums: dict[str, float] = {}
         self._loss_counts: dict[str, int] = {}
+        self.iteration_metrics |= {
+            metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()
+        }
 
-    def traversal_epoch(self) -> list[TraversalStats]:
-        """Walk ``traversals_per_player`` games for each player; fill ``iteration_metrics``."""
+    def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
+        """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
+        traversal metrics (over every traversal epoch of the iteration so far) go to
+        ``iteration_metrics``."""
         head = uniform_strategy if self.iteration == 1 else regret_matching
         if head is not self._queue_head:
             # Only when the head changes: a registration replaces the queue's handles,
@@ -366,15 +379,14 @@ class DeepCFR(pl.LightningModule):
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
-        self.queue.reset_stats()
         n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
         with torch.no_grad():
             stats = [
-                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in PLAYERS
+                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in players
             ]
-        total = stats[0] + stats[1]
+        self._epoch_stats = total = sum(stats, self._epoch_stats)
         queue = self.queue.stats()
-        self.iteration_metrics = {
+        self.iteration_metrics |= {
             "time/traversal_s": total.seconds,
             "time/policy_network_s": queue["policy_network_seconds"],
             "time/memory_add_s": total.memory_add_seconds,
@@ -388,7 +400,6 @@ class DeepCFR(pl.LightningModule):
                 metrics.buffer_rows(name): float(len(buffer))
                 for name, buffer in self.row_buffers().items()
             },
-            **{metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()},
         }
         self._call_callbacks("on_traversal_end")
         return stats
@@ -416,8 +427,15 @@ class DeepCFR(pl.LightningModule):
 
     def training_step(self, step: int, batch_idx: int) -> None:
         optimizers = dict(zip(self.networks(), self.optimizers(), strict=True))
+        phase, local = None, batch_idx  # alternating: player ``phase``'s half of the steps
+        if self.hparams.alternate_updates:
+            half = self.trainer.num_training_batches // 2
+            phase, local = divmod(batch_idx, half)
+            if local == 0 and phase == 1:
+                # Player 1 traverses against player 0's advantage network trained just now.
+                self.traversal_epoch(PLAYERS[1:])
         for name, optimizer in optimizers.items():
-            if batch_idx < self._updates(name):
+            if local < self._updates(name, phase):
                 self._update(name, optimizer)
         if batch_idx == self.trainer.num_training_batches - 1:
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
@@ -431,12 +449,17 @@ class DeepCFR(pl.LightningModule):
                 ]
                 self._snapshots.append((self.iteration, states))
 
-    def _updates(self, network: str) -> int:
-        """Updates of ``network`` in this iteration's training epoch."""
+    def _updates(self, network: str, phase: int | None = None) -> int:
+        """Updates of ``network`` in this iteration's training epoch, or with alternating
+        updates in the half of it after player ``phase``'s traversal (its advantage network
+        and the value network; the strategy network after the second)."""
         if network == STRATEGY_NETWORK:
-            return self.hparams.strategy_updates if self.trains_strategy else 0
+            train = self.trains_strategy and phase in (None, 1)
+            return self.hparams.strategy_updates if train else 0
         if network == self.value_name:
             return self.hparams.value_updates
+        if phase is not None and network != ADVANTAGE_NETWORKS[phase]:
+            return 0
         return self.hparams.advantage_updates
 
     def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
