@@ -606,7 +606,9 @@ class DeepCFR(pl.LightningModule):
                 "iterations": [t for t, _ in self._snapshots],
                 "advantage": [states for _, states in self._snapshots],
             }
-        if self.strategy_buffer is None:
+        if self.strategy_buffer is None or "optimizer_states" not in checkpoint:
+            # No reservoirs to save (an agent's model), or a weights-only checkpoint (such
+            # as a best-so-far copy), which plays but does not resume.
             return
         checkpoint["deep_cfr"] = {
             "advantage_buffers": [buffer.state_dict() for buffer in self.advantage_buffers],
