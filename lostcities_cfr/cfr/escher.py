@@ -50,6 +50,13 @@ from collections.abc import Callable
 import torch
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.traversal import (
     Sampler,
@@ -92,31 +99,22 @@ class ESCHERSampling(Sampler):
 
     value_network = VALUE_NETWORK
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 100.0,
-        exploration: float = 0.2,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 100.0,
+        exploration: LeftOpenUnitInterval = 0.2,
         guide: str | None = "heuristic:balanced",
-        guide_weight: float = 0.4,
-        switch_range: int = 120,
-        td_lambda: float = 1.0,
-        max_decisions: int | None = 300,
+        guide_weight: ClosedUnitInterval = 0.4,
+        switch_range: PositiveInt = 120,
+        td_lambda: ClosedUnitInterval = 1.0,
+        max_decisions: PositiveInt | None = 300,
     ) -> None:
         super().__init__(walkers, utility_scale)
-        if not 0 < exploration <= 1:
-            raise ConfigError(f"ESCHERSampling exploration={exploration}; it must lie in (0, 1]")
-        if not 0 <= guide_weight <= 1 - exploration:
+        if guide_weight > 1 - exploration:
             raise ConfigError(
                 f"ESCHERSampling guide_weight={guide_weight}; it must lie in [0, 1 - exploration]"
-            )
-        if not 0 <= td_lambda <= 1:
-            raise ConfigError(f"ESCHERSampling td_lambda={td_lambda}; it must lie in [0, 1]")
-        if switch_range < 1:
-            raise ConfigError(f"ESCHERSampling switch_range={switch_range}; it must be at least 1")
-        if max_decisions is not None and max_decisions < 1:
-            raise ConfigError(
-                f"ESCHERSampling max_decisions={max_decisions}; it must be at least 1, or None"
             )
         if guide is None and guide_weight > 0:
             raise ConfigError("ESCHERSampling guide_weight > 0 needs a guide agent spec")
