@@ -10,9 +10,10 @@ from lostcities_cfr.training.module import DeepCFR
 class TraversalCallback(pl.Callback):
     """A Lightning callback that also sees each CFR iteration's traversal epoch.
 
-    :class:`~lostcities_cfr.training.DeepCFR` runs the traversal epoch inside Lightning's
-    ``on_train_epoch_start``, where Lightning has no hook of its own, and calls these two on
-    every callback of the trainer that defines them (a subclass overrides the ones it needs):
+    :class:`~lostcities_cfr.training.DeepCFR` runs the traversal epoch in its own
+    ``on_train_epoch_start`` (which Lightning calls after the callbacks' one), where Lightning
+    has no hook of its own, and calls these two on every callback of the trainer that defines
+    them (a subclass overrides the ones it needs):
 
     - :meth:`on_traversal_start`: the inference queue holds this iteration's networks and no
       game has been dealt; a callback may switch the queue's backend and warm it up here.

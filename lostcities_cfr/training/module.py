@@ -171,7 +171,6 @@ class DeepCFR(pl.LightningModule):
         self.save_hyperparameters()
         self.automatic_optimization = False
         self.rules = _resolve_rules(rules)
-        build = _resolve_network(network, "network")
         self.sampler = BudgetedSampling() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
@@ -190,16 +189,17 @@ class DeepCFR(pl.LightningModule):
                 ) from None
 
         F, A = feature_size(self.rules), self.rules.n_actions
-        self.advantage_nets = nn.ModuleList(build_network(build, F, A) for _ in PLAYERS)
-        self.strategy_net = build_network(build, F, A)
+        self.advantage_nets = nn.ModuleList(_networks(network, "network", F, A, len(PLAYERS)))
+        (self.strategy_net,) = _networks(network, "network", F, A)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
         if self.value_name is not None:
-            if value_network is not None:
-                build = _resolve_network(value_network, "value_network")
+            field = "network" if value_network is None else "value_network"
             # V(s): one output, the return of the player to move.
-            self.value_net = build_network(build, history_feature_size(self.rules), 1)
+            (self.value_net,) = _networks(
+                value_network or network, field, history_feature_size(self.rules), 1
+            )
         self._feature_layout = feature_layout(self.rules)
         self._history_layout = feature_layout(self.rules, history=True)
         self._action_layout = action_layout(self.rules)
@@ -647,10 +647,17 @@ def _resolve_rules(rules: str | Rules) -> Rules:
         raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
-def _resolve_network(
-    network: NetworkPreset | NetworkConfig | NetworkFactory, field: str
-) -> NetworkFactory:
+def _networks(
+    network: NetworkPreset | NetworkConfig | NetworkFactory,
+    field: str,
+    n_features: int,
+    n_actions: int,
+    count: int = 1,
+) -> list[nn.Module]:
+    """``count`` fresh networks of the kind ``network`` names, each checked
+    (:func:`~lostcities_cfr.cfr.networks.build_network`); an error names ``field``."""
     try:
-        return network_factory(network)
+        build = network_factory(network)
+        return [build_network(build, n_features, n_actions) for _ in range(count)]
     except ConfigError as error:
         raise ConfigError(f"DeepCFR {field}: {error}") from None
