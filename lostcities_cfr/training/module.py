@@ -22,6 +22,10 @@ every DDP rank runs the same number of steps; optimization is manual, one Adam p
 Checkpoints carry the reservoirs, the generators and the global torch RNG state besides
 Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_path last`` continues
 a run where its last completed iteration left it.
+
+The module is long (over 600 lines) because it is one class whose Lightning hooks share its
+state (networks, buffers, generators, the queue); what stands apart from that state lives
+beside it: losses, metric names, evaluation, agents and checkpoint loading.
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """A finished tiny run of the user's classes (``extending_config.py``), shared by the tests of a
 module."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import yaml
+
+# The training tests' tiny runs (tiny_training.py), which these runs build on.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+
 from extending_config import user_config
 
 from lostcities_cfr.fit_cli import run

@@ -5,9 +5,9 @@ import csv
 import pytest
 import pytorch_lightning as pl
 from my_extensions import NodeCounter, OnPolicySampling, TwoLayerNet
+from tiny_training import fit, tiny_model
 
 from lostcities_cfr.callbacks import TraversalCallback
-from lostcities_cfr.training import DeepCFR
 
 
 class HookOrder(TraversalCallback):
@@ -31,37 +31,15 @@ class HookOrder(TraversalCallback):
         self.calls.append(("epoch_end", pl_module.iteration))
 
 
-def tiny_model() -> DeepCFR:
-    return DeepCFR(
-        rules="tiny",
-        network=TwoLayerNet,
-        sampler=OnPolicySampling(walkers=16),
-        traversals_per_player=16,
-        advantage_buffer_size=2000,
-        strategy_buffer_size=2000,
-        batch_size=32,
-        advantage_updates=2,
-        strategy_updates=2,
-        final_eval_games=0,
-    )
-
-
-def fit(callbacks: list[pl.Callback], max_epochs: int = 2) -> None:
-    pl.Trainer(
-        max_epochs=max_epochs,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=callbacks,
-    ).fit(tiny_model())
+def fit_user_model(callbacks: list[pl.Callback], max_epochs: int = 2) -> None:
+    model = tiny_model(network=TwoLayerNet, sampler=OnPolicySampling(walkers=16))
+    fit(model, max_epochs, callbacks)
 
 
 def test_traversal_hooks_come_inside_each_iteration_in_order():
     # Lightning calls the callbacks' on_train_epoch_start before the module's, which traverses.
     order = HookOrder()
-    fit([order])
+    fit_user_model([order])
     expected = [
         (hook, iteration)
         for iteration in (1, 2)
@@ -72,7 +50,7 @@ def test_traversal_hooks_come_inside_each_iteration_in_order():
 
 def test_a_callback_that_overrides_one_hook_needs_no_other():
     counter = NodeCounter()
-    fit([counter], max_epochs=3)
+    fit_user_model([counter], max_epochs=3)
     assert len(counter.nodes) == 3 and all(nodes > 0 for nodes in counter.nodes)
 
 

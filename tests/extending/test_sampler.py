@@ -1,9 +1,9 @@
 """A sampler written outside the package: one ``walk``, then DeepCFR trains with it."""
 
 import pytest
-import pytorch_lightning as pl
 import torch
 from my_extensions import OnPolicySampling, TwoLayerNet
+from tiny_training import fit, tiny_model
 
 from lostcities_cfr.cfr import ReservoirBuffer, TraversalContext
 from lostcities_cfr.cfr.regret_matching import regret_matching
@@ -11,7 +11,6 @@ from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
-from lostcities_cfr.training import DeepCFR
 
 TINY = Rules.tiny()
 F, A = feature_size(TINY), TINY.n_actions
@@ -67,27 +66,8 @@ def test_its_arguments_are_checked_by_the_base_class():
 
 
 def test_deep_cfr_trains_with_it_from_python():
-    model = DeepCFR(
-        rules="tiny",
-        network=TwoLayerNet,
-        sampler=OnPolicySampling(walkers=16),
-        traversals_per_player=16,
-        advantage_buffer_size=2000,
-        strategy_buffer_size=2000,
-        batch_size=32,
-        advantage_updates=4,
-        strategy_updates=4,
-        final_eval_games=0,
-    )
-    trainer = pl.Trainer(
-        max_epochs=2,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
+    model = tiny_model(network=TwoLayerNet, sampler=OnPolicySampling(walkers=16))
+    fit(model, max_epochs=2)
     rows = model.iteration_metrics["traversal/advantage_rows"]
     assert rows > 0 and len(model.advantage_buffers[0]) > 0
     assert torch.isfinite(torch.tensor(model.iteration_metrics["loss/advantage_p0"]))
