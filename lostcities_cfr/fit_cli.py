@@ -240,12 +240,13 @@ def _reason(error: BaseException) -> str:
     return _one_line(str(error)) or type(error).__name__
 
 
-# Lines of jsonargparse's messages that frame the reasons rather than give one, and the
-# reasons of union members a value was not meant for (None; a dataclass read from a file).
+# Lines of jsonargparse's messages that frame the reasons rather than give one.
 _FRAMING = re.compile(
-    r"(Does not validate against any|Problem with given class_path|Given value|Subtypes:|Errors:"
-    r"|Expected a <class 'NoneType'>|Expected a path but)"
+    r"(Does not validate against any|Problem with given class_path|Given value|Subtypes:|Errors:)"
 )
+# Reasons of the union members a value was not meant for: a plain type (``str`` where a
+# mapping was given) or a dataclass read from a file.
+_OTHER_MEMBER = re.compile(r"(Expected a <class |Expected a path but)")
 
 
 def _one_line(message: str) -> str:
@@ -253,7 +254,7 @@ def _one_line(message: str) -> str:
 
     The field joins the keys it names (``model.sampler.walkers``); where a restricted type
     refused the value (``Not of type PositiveInt: ...``), that is the reason, else every
-    reason but those of the lines that frame them.
+    reason but those of the union members the value was not meant for.
     """
     keys, reasons, value = [], [], None
     for line in message.splitlines():
@@ -271,7 +272,8 @@ def _one_line(message: str) -> str:
         if line and not _FRAMING.match(line) and line not in reasons:
             reasons.append(line)
     ranges = [reason for reason in reasons if reason.startswith("Not of type")]
-    reason = "; ".join(ranges or reasons)
+    meant = [reason for reason in reasons if not _OTHER_MEMBER.match(reason)]
+    reason = "; ".join(ranges or meant or reasons)
     field = ".".join(keys) + ("" if value is None else f"={value}")
     return f"{field}: {reason}" if keys else reason
 
