@@ -11,8 +11,10 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Checkpoint
 
+from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.training import metrics
+from lostcities_cfr.training.module import DeepCFR
 
 # Phases the model times itself (``DeepCFR.iteration_metrics``) or evaluation
 # adds; each gets ``time/<phase>_share`` of the iteration. Network queries and
@@ -45,7 +47,7 @@ def peak_memory_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-class PhaseTimer(pl.Callback):
+class PhaseTimer(TraversalCallback):
     """Times every CFR iteration and logs each phase's share of it, memory and buffer fill.
 
     Acts at the start of each iteration (the first of ``on_traversal_start`` and
@@ -89,10 +91,10 @@ class PhaseTimer(pl.Callback):
         checkpoints = [c for c in trainer.callbacks if isinstance(c, Checkpoint)]
         trainer.callbacks = [*others, self, *checkpoints]
 
-    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self._start_iteration(pl_module.iteration)
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self._start_iteration(pl_module.iteration)
 
     def _start_iteration(self, iteration: int) -> None:
@@ -100,7 +102,7 @@ class PhaseTimer(pl.Callback):
             self._started_iteration = iteration
             self._start = time.perf_counter()
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         iteration_s = time.perf_counter() - self._start
         seconds = {
             phase: float(pl_module.iteration_metrics.get(metrics.phase_seconds(phase), 0.0))
@@ -141,7 +143,7 @@ class PhaseTimer(pl.Callback):
         return memory
 
     @staticmethod
-    def _buffer_fill(pl_module: pl.LightningModule) -> dict[str, float]:
+    def _buffer_fill(pl_module: DeepCFR) -> dict[str, float]:
         return {
             metrics.buffer_fill(name): len(buffer) / buffer.capacity
             for name, buffer in pl_module.row_buffers().items()

@@ -31,6 +31,13 @@ from dataclasses import dataclass
 
 import torch
 
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.traversal import (
     TraversalContext,
     current_strategies,
@@ -38,7 +45,6 @@ from lostcities_cfr.cfr.traversal import (
     sample_actions,
 )
 from lostcities_cfr.cfr.value_baseline import ValueBaselineSampler, submit_state_values
-from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history
 
@@ -53,19 +59,18 @@ class BaselineOutcomeSampling(ValueBaselineSampler):
             the trajectory; ``None`` for no limit (unbiased, more variance).
     """
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 100.0,
-        exploration: float = 0.2,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 100.0,
+        exploration: LeftOpenUnitInterval = 0.2,
         guide: str | None = None,
-        guide_weight: float = 0.0,
-        max_decisions: int | None = 300,
-        clip: float | None = 1.0,
+        guide_weight: ClosedUnitInterval = 0.0,
+        max_decisions: PositiveInt | None = 300,
+        clip: PositiveFloat | None = 1.0,
     ) -> None:
         super().__init__(walkers, utility_scale, exploration, guide, guide_weight, max_decisions)
-        if clip is not None and not clip > 0:
-            raise ConfigError(f"BaselineOutcomeSampling clip={clip}; it must be positive, or None")
         self.clip = clip
 
     def walk(self, games: GameBatch, context: TraversalContext) -> None:

@@ -47,6 +47,13 @@ from __future__ import annotations
 
 import torch
 
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.traversal import (
     TraversalContext,
     current_strategies,
@@ -54,7 +61,6 @@ from lostcities_cfr.cfr.traversal import (
     sample_actions,
 )
 from lostcities_cfr.cfr.value_baseline import VALUE_NETWORK, ValueBaselineSampler, value_mask
-from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history
 
@@ -73,22 +79,19 @@ class ESCHERSampling(ValueBaselineSampler):
             noise from the cards still to come, more bias while the network is wrong).
     """
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 100.0,
-        exploration: float = 0.2,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 100.0,
+        exploration: LeftOpenUnitInterval = 0.2,
         guide: str | None = "heuristic:balanced",
-        guide_weight: float = 0.4,
-        switch_range: int = 120,
-        td_lambda: float = 1.0,
-        max_decisions: int | None = 300,
+        guide_weight: ClosedUnitInterval = 0.4,
+        switch_range: PositiveInt = 120,
+        td_lambda: ClosedUnitInterval = 1.0,
+        max_decisions: PositiveInt | None = 300,
     ) -> None:
         super().__init__(walkers, utility_scale, exploration, guide, guide_weight, max_decisions)
-        if not 0 <= td_lambda <= 1:
-            raise ConfigError(f"ESCHERSampling td_lambda={td_lambda}; it must lie in [0, 1]")
-        if switch_range < 1:
-            raise ConfigError(f"ESCHERSampling switch_range={switch_range}; it must be at least 1")
         self.switch_range = switch_range
         self.td_lambda = td_lambda
 

@@ -22,6 +22,10 @@ every DDP rank runs the same number of steps; optimization is manual, one Adam p
 Checkpoints carry the reservoirs, the generators and the global torch RNG state besides
 Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_path last`` continues
 a run where its last completed iteration left it.
+
+The module is long (over 600 lines) because it is one class whose Lightning hooks share its
+state (networks, buffers, generators, the queue); what stands apart from that state lives
+beside it: losses, metric names, evaluation, agents and checkpoint loading.
 """
 
 from __future__ import annotations
@@ -38,9 +42,25 @@ from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
 from lostcities_cfr.arena import EvaluationResult
+from lostcities_cfr.arguments import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    RightOpenUnitInterval,
+    checked,
+)
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.exploitability import exploitability, game_tree
-from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
+from lostcities_cfr.cfr.networks import (
+    NetworkConfig,
+    NetworkFactory,
+    NetworkPreset,
+    build_network,
+    masked_softmax,
+    network_factory,
+    reinitialise,
+)
 from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
@@ -74,8 +94,10 @@ class DeepCFR(pl.LightningModule):
 
     Args:
         rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
-        network: a preset name (``512x3``, ``1024x6``) or a :class:`NetworkConfig`; the
-            shape of all three networks.
+        network: a preset name (``512x3``, ``1024x6``), a :class:`NetworkConfig`, or an
+            ``nn.Module`` class taking ``(n_features, n_actions)`` (in a config, its
+            ``class_path``; ``docs/architecture.md``, "Extending"); the shape of all three
+            networks.
         sampler: walks the games of the traversal epoch (``None``: :class:`BudgetedSampling`
             with its defaults, which suits any rules; ``ExternalSampling`` is exact on tiny
             rules).
@@ -104,9 +126,9 @@ class DeepCFR(pl.LightningModule):
         eval_opponent: agent spec of that opponent (``docs/agents.md``).
         seed: seeds the module's generators (traversal, batches, reservoirs) and the
             evaluation deals. The CLI links it to ``seed_everything``.
-        value_network: shape of the history value network, built when the sampler learns
-            a value baseline (a sampler with a ``value_network`` queue name, such as
-            ``ESCHERSampling``); None: the shape of ``network``.
+        value_network: the history value network, named as ``network`` is, built when the
+            sampler learns a value baseline (a sampler with a ``value_network`` queue name,
+            such as ``ESCHERSampling``); None: the same as ``network``.
         value_buffer_size: rows of the value network's buffer, the newest kept (the value
             follows the current strategy, so old rows go stale).
         value_updates: updates of the value network per iteration (warm-started: it
@@ -130,32 +152,33 @@ class DeepCFR(pl.LightningModule):
             stands for ``C!`` equal ones (120 in the classic game).
     """
 
+    @checked
     def __init__(
         self,
         rules: str | Rules = "classic",
-        network: str | NetworkConfig = "512x3",
+        network: NetworkPreset | NetworkConfig | NetworkFactory = "512x3",
         sampler: Sampler | None = None,
-        traversals_per_player: int = 280,
-        advantage_buffer_size: int = 2_000_000,
-        strategy_buffer_size: int = 2_000_000,
-        batch_size: int = 1024,
-        advantage_updates: int = 512,
-        strategy_updates: int = 512,
-        strategy_every: int = 1,
+        traversals_per_player: PositiveInt = 280,
+        advantage_buffer_size: PositiveInt = 2_000_000,
+        strategy_buffer_size: PositiveInt = 2_000_000,
+        batch_size: PositiveInt = 1024,
+        advantage_updates: PositiveInt = 512,
+        strategy_updates: PositiveInt = 512,
+        strategy_every: PositiveInt = 1,
         advantage_warm_start: bool = False,
-        learning_rate: float = 1e-3,
-        gradient_clip: float = 1.0,
-        weight_exponent: float = 1.0,
-        inference_buckets: Sequence[int] | None = (64, 256, 1024, 4096),
-        exploitability_every: int = 0,
-        final_eval_games: int = 1000,
+        learning_rate: PositiveFloat = 1e-3,
+        gradient_clip: NonNegativeFloat = 1.0,
+        weight_exponent: NonNegativeFloat = 1.0,
+        inference_buckets: Sequence[PositiveInt] | None = (64, 256, 1024, 4096),
+        exploitability_every: NonNegativeInt = 0,
+        final_eval_games: NonNegativeInt = 1000,
         eval_opponent: str = "random",
         seed: int = 0,
-        value_network: str | NetworkConfig | None = None,
-        value_buffer_size: int = 1_000_000,
-        value_updates: int = 256,
-        holdout: float = 0.0,
-        weight_decay: float = 0.0,
+        value_network: NetworkPreset | NetworkConfig | NetworkFactory | None = None,
+        value_buffer_size: PositiveInt = 1_000_000,
+        value_updates: NonNegativeInt = 256,
+        holdout: RightOpenUnitInterval = 0.0,
+        weight_decay: NonNegativeFloat = 0.0,
         color_augmentation: bool = False,
         snapshots: bool = False,
         deploy: str = "average",
@@ -164,9 +187,7 @@ class DeepCFR(pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
-        _check_arguments(self.hparams)
         self.rules = _resolve_rules(rules)
-        self.network_config = _resolve_network(network)
         self.sampler = BudgetedSampling() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
@@ -185,23 +206,28 @@ class DeepCFR(pl.LightningModule):
                 ) from None
 
         F, A = feature_size(self.rules), self.rules.n_actions
-        build = self.network_config.build
-        self.advantage_nets = nn.ModuleList(build(F, A, self.rules) for _ in PLAYERS)
-        self.strategy_net = build(F, A, self.rules)
+        self.advantage_nets = nn.ModuleList(
+            _networks(network, "network", F, A, self.rules, len(PLAYERS))
+        )
+        (self.strategy_net,) = _networks(network, "network", F, A, self.rules)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
         if self.value_name is not None:
-            shape = self.network_config if value_network is None else value_network
-            shape = _resolve_network(shape)
+            field = "network" if value_network is None else "value_network"
             # V(s): one output, the return of the player to move.
-            self.value_net = shape.build(history_feature_size(self.rules), 1, self.rules)
+            (self.value_net,) = _networks(
+                value_network or network, field, history_feature_size(self.rules), 1, self.rules
+            )
         self._feature_layout = feature_layout(self.rules)
         self._history_layout = feature_layout(self.rules, history=True)
         self._action_layout = action_layout(self.rules)
         # The queue holds these very modules, so traversal always sees the latest weights.
         self.queue = InferenceQueue(bucket_sizes=inference_buckets)
         self._queue_head: Callable | None = None  # the advantage head registered in the queue
+        # What training steps call in place of the network of that name: a compiled handle
+        # on the same parameters (CompileToggle), so state_dict keys never change.
+        self.compiled_networks: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {}
         # Built in setup("fit") on the training device (millions of rows: not for validate
         # or for loading an agent).
         self.advantage_buffers: list[ReservoirBuffer] = []
@@ -259,7 +285,7 @@ class DeepCFR(pl.LightningModule):
         F, A = feature_size(self.rules), self.rules.n_actions
         stored = []
         for _, states in self._snapshots:
-            nets = [self.network_config.build(F, A, self.rules) for _ in states]
+            nets = _networks(self.hparams.network, "network", F, A, self.rules, len(states))
             for net, state in zip(nets, states, strict=True):
                 net.load_state_dict(state)
                 net.eval()
@@ -354,7 +380,7 @@ class DeepCFR(pl.LightningModule):
             # a network fitted to last iteration's data would carry its errors forward.
             optimizers = self.optimizers()
             for p in PLAYERS:
-                self.advantage_nets[p].reset_parameters()
+                reinitialise(self.advantage_nets[p])
                 self._broadcast_from_rank_zero(self.advantage_nets[p])
                 optimizers[p].optimizer.state.clear()
         self._loss_sums: dict[str, float] = {}
@@ -388,14 +414,14 @@ class DeepCFR(pl.LightningModule):
         queue = self.queue.stats()
         self.iteration_metrics |= {
             "time/traversal_s": total.seconds,
-            "time/policy_network_s": queue["policy_network_seconds"],
+            "time/policy_network_s": queue.policy_network_seconds,
             "time/memory_add_s": total.memory_add_seconds,
             "traversal/nodes": float(total.nodes),
             "traversal/nodes_per_s": total.nodes_per_s,
             "traversal/advantage_rows": float(total.advantage_rows),
             "traversal/advantage_rows_per_s": total.advantage_rows_per_s,
             "traversal/truncated_share": total.truncated / max(total.traversals, 1),
-            "inference/mean_batch": queue["mean_batch"],
+            "inference/mean_batch": queue.mean_batch,
             **{
                 metrics.buffer_rows(name): float(len(buffer))
                 for name, buffer in self.row_buffers().items()
@@ -495,7 +521,8 @@ class DeepCFR(pl.LightningModule):
                 )
         # The rows come from the buffer, not from a dataloader, so Lightning never converts
         # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
-        outputs = net(self.trainer.precision_plugin.convert_input(features))
+        forward = self.compiled_networks.get(name, net)
+        outputs = forward(self.trainer.precision_plugin.convert_input(features))
         loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
         optimizer.zero_grad()
         self._backward(loss, net)
@@ -684,7 +711,8 @@ class DeepCFR(pl.LightningModule):
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _call_callbacks(self, hook: str) -> None:
-        """Call ``hook(trainer, module)`` on every callback that defines it."""
+        """Call ``hook(trainer, module)`` on every callback that defines it (the hooks of
+        :class:`~lostcities_cfr.callbacks.TraversalCallback`)."""
         for callback in self.trainer.callbacks:
             method = getattr(callback, hook, None)
             if callable(method):
@@ -705,55 +733,18 @@ def _resolve_rules(rules: str | Rules) -> Rules:
         raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
-def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
-    if isinstance(network, NetworkConfig):
-        return network
+def _networks(
+    network: NetworkPreset | NetworkConfig | NetworkFactory,
+    field: str,
+    n_features: int,
+    n_actions: int,
+    rules: Rules,
+    count: int = 1,
+) -> list[nn.Module]:
+    """``count`` fresh networks of the kind ``network`` names, each checked
+    (:func:`~lostcities_cfr.cfr.networks.build_network`); an error names ``field``."""
     try:
-        return NetworkConfig.preset(network)
+        build = network_factory(network, rules)
+        return [build_network(build, n_features, n_actions) for _ in range(count)]
     except ConfigError as error:
-        raise ConfigError(f"DeepCFR network: {error}") from None
-
-
-def _check_arguments(hparams: Any) -> None:
-    """Refuse values that cannot work, naming the field, before anything is built."""
-    if not 0 <= hparams["holdout"] < 1:
-        raise ConfigError(f"DeepCFR holdout={hparams['holdout']!r}; expected a share in [0, 1)")
-    policy, _, how = hparams["deploy"].partition(":")
-    if policy not in POLICIES or how not in ("", "greedy"):
-        raise ConfigError(
-            f"DeepCFR deploy={hparams['deploy']!r}; expected one of {list(POLICIES)}, "
-            "optionally followed by ':greedy'"
-        )
-    if policy == "sdcfr" and not hparams["snapshots"]:
-        raise ConfigError(
-            "DeepCFR deploy='sdcfr' needs snapshots=True (it plays stored iterations)"
-        )
-    at_least = {
-        "traversals_per_player": 1,
-        "advantage_buffer_size": 1,
-        "strategy_buffer_size": 1,
-        "batch_size": 1,
-        "advantage_updates": 1,
-        "strategy_updates": 1,
-        "strategy_every": 1,
-        "exploitability_every": 0,
-        "final_eval_games": 0,
-        "value_buffer_size": 1,
-        "value_updates": 0,
-    }
-    for name, low in at_least.items():
-        value = hparams[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ConfigError(f"DeepCFR {name}={value!r}; expected an int of at least {low}")
-    for name, positive in (
-        ("learning_rate", True),
-        ("gradient_clip", False),
-        ("weight_exponent", False),
-        ("weight_decay", False),
-    ):
-        value = hparams[name]
-        if not isinstance(value, int | float) or value < 0 or (positive and value == 0):
-            raise ConfigError(
-                f"DeepCFR {name}={value!r}; expected a number "
-                + ("above 0" if positive else "of at least 0")
-            )
+        raise ConfigError(f"DeepCFR {field}: {error}") from None

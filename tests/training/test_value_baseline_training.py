@@ -41,7 +41,9 @@ def test_a_value_baseline_sampler_gets_a_trained_value_network_and_its_buffer():
     probe = Metrics()
     fit(model, max_epochs=2, callbacks=[probe])
     assert len(model.value_buffer) > 0 and model.value_buffer.fifo
-    assert any(not torch.equal(a, b) for a, b in zip(before, model.value_net.parameters()))
+    assert any(
+        not torch.equal(a, b) for a, b in zip(before, model.value_net.parameters(), strict=True)
+    )
     for metrics in probe.seen:
         assert metrics["loss/value"] > 0 and metrics["time/value_train_s"] > 0
         assert metrics["traversal/advantage_rows"] > 0
@@ -74,10 +76,13 @@ def test_colour_augmentation_changes_the_rows_the_networks_train_on():
     for augment in (False, True):
         torch.manual_seed(0)
         model = escher_model(final_eval_games=0, color_augmentation=augment)
-        rows = []
-        model.advantage_nets[0].register_forward_hook(
-            lambda m, args, out: rows.append(args[0].clone()) if torch.is_grad_enabled() else None
-        )
+        rows: list[torch.Tensor] = []
+
+        def record(module, args, out, rows=rows):
+            if torch.is_grad_enabled():
+                rows.append(args[0].clone())
+
+        model.advantage_nets[0].register_forward_hook(record)
         fit(model, max_epochs=1)
         seen[augment] = rows[0]  # the first update's batch: the same buffer rows both times
     assert not torch.equal(seen[False], seen[True])
