@@ -24,6 +24,7 @@ from lostcities_cfr.agents import (
     agent_from_spec,
     register_agent_kind,
 )
+from lostcities_cfr.agents.specs import CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import AgentSpecError, ConfigError, IllegalActionError
 from lostcities_cfr.game import GameBatch, GameState, Rules
@@ -69,6 +70,4 @@ def _checkpoint_agent_on_first_use(
     return checkpoint.checkpoint_agent(args, options, seed)
 
 
-CKPT_USAGE = "ckpt:PATH[:average|:current|:sdcfr][:greedy]"
-CKPT_HELP = "a checkpoint's deployed policy (its run's `deploy`), or the policy named"
 register_agent_kind("ckpt", _checkpoint_agent_on_first_use, CKPT_USAGE, CKPT_HELP)

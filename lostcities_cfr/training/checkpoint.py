@@ -38,8 +38,8 @@ import torch
 from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
-from lostcities_cfr import CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
+from lostcities_cfr.agents.specs import CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules

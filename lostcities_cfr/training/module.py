@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytorch_lightning as pl
 import torch
@@ -87,6 +87,10 @@ from lostcities_cfr.training.evaluation import evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
 PLAYERS = (0, 1)
+# The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
+Deployed = Literal[
+    "average", "average:greedy", "current", "current:greedy", "sdcfr", "sdcfr:greedy"
+]
 
 
 class DeepCFR(pl.LightningModule):
@@ -181,7 +185,7 @@ class DeepCFR(pl.LightningModule):
         weight_decay: NonNegativeFloat = 0.0,
         color_augmentation: bool = False,
         snapshots: bool = False,
-        deploy: str = "average",
+        deploy: Deployed = "average",
         alternate_updates: bool = False,
     ) -> None:
         super().__init__()
@@ -193,6 +197,8 @@ class DeepCFR(pl.LightningModule):
             raise ConfigError(
                 f"DeepCFR sampler={sampler!r}; expected a Sampler such as BudgetedSampling()"
             )
+        if deploy.startswith("sdcfr") and not snapshots:
+            raise ConfigError(f"DeepCFR deploy={deploy!r} needs snapshots=True (stored iterations)")
         try:
             agent_from_spec(eval_opponent)
         except AgentSpecError as error:
