@@ -2,7 +2,10 @@
 
 The names a notebook needs are importable from here. The game, agents and
 arena load at once; the training names (``DeepCFR``, ``load_agent``) pull in
-Lightning, so they load on first use.
+Lightning, so they load on first use. For the same reason the ``ckpt`` agent
+kind starts as a stand-in that imports the training layer, which registers the
+real kind, on the first ``ckpt:`` spec; every ``agent_from_spec`` sees it, since
+this file runs before any module of the package.
 
     from lostcities_cfr import Rules, GameBatch, agent_from_spec, evaluate
     result = evaluate(agent_from_spec("heuristic:balanced"), agent_from_spec("random"), games=200)
@@ -19,6 +22,7 @@ from lostcities_cfr.agents import (
     RandomAgent,
     act_single,
     agent_from_spec,
+    register_agent_kind,
 )
 from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import AgentSpecError, ConfigError, IllegalActionError
@@ -55,3 +59,19 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'lostcities_cfr' has no attribute {name!r}")
+
+
+def _checkpoint_agent_on_first_use(
+    args: list[str], options: dict[str, str], seed: int | None
+) -> Agent:
+    # importing the module also registers its factory in this stand-in's place
+    checkpoint = import_module("lostcities_cfr.training.checkpoint")
+    return checkpoint.checkpoint_agent(args, options, seed)
+
+
+register_agent_kind(
+    "ckpt",
+    _checkpoint_agent_on_first_use,
+    "ckpt:PATH[:current][:greedy]",
+    "a checkpoint's average strategy (:current = regret matching on its advantage nets)",
+)

@@ -11,7 +11,7 @@ one ``act`` call (one forward per network per step). Finished games are
 dropped from the batch as they accumulate, so long games do not keep short
 ones' rows busy.
 
-A three-round match (the rules page) sums the scores of three consecutive
+A three-round match (the rules page, ``docs/rules.md``) sums the scores of three consecutive
 deals played with the same seating; with ``D`` deals there are ``D // 3``
 matches per seating, mirrored like the rounds (deals beyond the last full
 triple count for rounds only).
@@ -38,18 +38,10 @@ from lostcities_cfr.agents.base import Agent, agent_name
 from lostcities_cfr.game.batched import GameBatch, expedition_scores
 from lostcities_cfr.game.rules import Rules
 
-RULE_PRESETS = {"classic": Rules.classic, "six-colors": Rules.six_colors, "tiny": Rules.tiny}
-"""The rules variants the command-line programs offer, by name."""
-
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
 MATCH_ROUNDS = 3
 # Drop finished games from the lockstep batch once this share of its rows is done.
 _COMPACT_SHARE = 0.25
-
-
-def rules_name(rules: Rules) -> str:
-    """The preset name of ``rules`` (``classic``...), or ``custom``."""
-    return next((name for name, make in RULE_PRESETS.items() if make() == rules), "custom")
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -245,7 +237,7 @@ class EvaluationResult:
         w = max(34, len(self.agent) + 9)  # the first figures' column fits the agent's name
         lines = [
             f"{self.agent} vs {self.opponent}: {self.games} games ({self.deals} deals, "
-            f"each played from both seats), {rules_name(Rules(**self.rules))} rules, "
+            f"each played from both seats), {Rules(**self.rules).preset_name()} rules, "
             f"seed {self.seed}",
             f"{self.seconds:.1f} s, {self.games_per_s:.0f} games/s",
             "",

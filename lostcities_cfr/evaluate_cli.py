@@ -14,8 +14,9 @@ import sys
 import torch
 
 from lostcities_cfr.agents import agent_from_spec, describe_agent_specs
-from lostcities_cfr.arena import RULE_PRESETS, evaluate
+from lostcities_cfr.arena import evaluate
 from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.game.rules import Rules
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--games", type=int, default=1000, help="games in all; odd counts round up (1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the deals and agents (0)")
-    parser.add_argument("--rules", choices=sorted(RULE_PRESETS), default="classic", help="variant")
+    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
     parser.add_argument("--device", default="cpu", help="where the games run (cpu)")
     parser.add_argument(
         "--threads",
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         agent,
         opponent,
         args.games,
-        rules=RULE_PRESETS[args.rules](),
+        rules=Rules.preset(args.rules),
         seed=args.seed,
         device=args.device,
     )

@@ -23,7 +23,6 @@ from lostcities_cfr.agents import (
     agent_name,
     describe_agent_specs,
 )
-from lostcities_cfr.arena import RULE_PRESETS
 from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import COLOR_NAMES, Rules
@@ -232,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="0: you move first in the first round; seats alternate in a match (0)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seeds the deals and the agent")
-    parser.add_argument("--rules", choices=sorted(RULE_PRESETS), default="classic", help="variant")
+    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
     return parser
 
 
@@ -243,7 +242,7 @@ def main(argv: list[str] | None = None, read: Read = input, write: Write = print
         agent = agent_from_spec(args.opponent, seed=args.seed)
     except AgentSpecError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    rules = RULE_PRESETS[args.rules]()
+    rules = Rules.preset(args.rules)
     write(f"Lost Cities against {agent_name(agent)}. Enter 'h' at a prompt for the rules.")
     totals = [0, 0]
     try:

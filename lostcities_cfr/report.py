@@ -2,7 +2,7 @@
 
 Reads the ``metrics.csv`` that Lightning's ``CSVLogger`` writes (the callback
 stacks in ``callbacks/`` keep one next to W&B) and draws, against the CFR
-iteration (the x-axis of every dashboard, ``docs/design.md``):
+iteration (the x-axis of every dashboard, ``docs/architecture.md``, "Logged metrics"):
 
 - ``eval.png``: win rate with its 95% interval band and mean score difference,
   one panel per opponent, one line per policy (``eval/<policy>/<opponent>/...``);

@@ -5,12 +5,12 @@ one and times both in one process, alternating which goes first at every step, s
 that the machine's drift (up to 2x between minutes here) hits both alike:
 
 - random play at ``--batch`` (``legal_mask`` + ``random_legal_actions`` + ``step``),
-  each engine with its own sampler, fresh games every 80 steps;
+  both engines with the sampler of ``lostcities_cfr.agents``, fresh games every 80 steps;
 - ``encode()`` per row at B = 1024 in mid-game positions (the same games in both).
 
 Prints medians over ``--rounds`` and the current/base ratios. The base module imports
 the rest of the package from this checkout, so it works for revisions whose engine
-shares the current rules and encoding modules.
+shares the current rules, packing and encoding modules.
 
     python scripts/ab_engine.py --base ffc0c72 [--batch 8192] [--rounds 8]
 """
@@ -29,6 +29,7 @@ from types import ModuleType
 
 import torch
 
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game import batched as current
 
@@ -58,10 +59,10 @@ def random_play_round(engines: dict[str, ModuleType], rules: Rules, B: int, seed
     names = list(engines)
     for step in range(STEPS):
         for name in names if step % 2 else names[::-1]:
-            engine, batch = engines[name], games[name]
+            batch = games[name]
             start = time.perf_counter()
             legal = batch.legal_mask()
-            batch.step(engine.random_legal_actions(legal, generators[name]), check=False)
+            batch.step(random_legal_actions(legal, generators[name]), check=False)
             seconds[name] += time.perf_counter() - start
     return {name: B * STEPS / s for name, s in seconds.items()}
 
@@ -71,9 +72,8 @@ def encode_round(engines: dict[str, ModuleType], rules: Rules, seed: int) -> dic
     B, reps = 1024, 60
     games = {name: m.GameBatch.new(rules, B, seed=seed) for name, m in engines.items()}
     generator = torch.Generator().manual_seed(seed)
-    first = next(iter(engines.values()))
     for _ in range(30):
-        actions = first.random_legal_actions(next(iter(games.values())).legal_mask(), generator)
+        actions = random_legal_actions(next(iter(games.values())).legal_mask(), generator)
         for batch in games.values():
             batch.step(actions, check=False)
     seconds = dict.fromkeys(engines, 0.0)

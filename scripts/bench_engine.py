@@ -21,8 +21,8 @@ import time
 
 import torch
 
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.game import GameBatch, GameState, Rules
-from lostcities_cfr.game.batched import random_legal_actions
 
 # Random games last more than 2 * (N - 2H) = 88 decisions (every deck draw is one of
 # two decisions), so the first 80 steps keep every game of the batch active.

@@ -38,6 +38,7 @@ import time
 
 import torch
 
+from lostcities_cfr.agents import random_legal_actions
 from lostcities_cfr.cfr import (
     BudgetedSampling,
     ExternalSampling,
@@ -45,8 +46,10 @@ from lostcities_cfr.cfr import (
     OutcomeSampling,
     ReservoirBuffer,
     regret_matching,
+    uniform_strategy,
 )
-from lostcities_cfr.game import GameBatch, Rules, feature_size, random_legal_actions
+from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, TraversalContext
+from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 
 SAMPLERS = {
@@ -56,12 +59,8 @@ SAMPLERS = {
 }
 
 
-def uniform(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """The uniform strategy over legal actions (the network's outputs are computed, unused)."""
-    return legal / legal.sum(1, keepdim=True).clamp(min=1)
-
-
-HEADS = {"uniform": uniform, "regret": regret_matching}
+# the uniform head still computes the network's outputs, unused
+HEADS = {"uniform": uniform_strategy, "regret": regret_matching}
 # Traversals per run (queue, local) for each preset: the 1024x6 forward costs ~4x more.
 SIZES = {"512x3": (128, 8), "1024x6": (64, 2)}
 
@@ -71,21 +70,14 @@ def traversal_nodes_per_s(
 ) -> dict[str, float]:
     """One ``traverse`` call of ``n_traversals`` (traverser: ``seed % 2``) and its figures."""
     for p, net in enumerate(nets):
-        queue.register(f"advantage_{p}", net, head)
+        queue.register(ADVANTAGE_NETWORKS[p], net, head)
     F, A = feature_size(rules), rules.n_actions
     # Room for every row of a default run (a few thousand advantage, ~10^4 strategy rows).
     advantage, strategy = (ReservoirBuffer(100_000, F, A, seed=s) for s in range(2))
     queue.reset_stats()
-    stats = sampler.traverse(
-        rules,
-        seed % 2,
-        n_traversals,
-        1,
-        queue,
-        advantage,
-        strategy,
-        torch.Generator().manual_seed(seed),
-    )
+    generator = torch.Generator().manual_seed(seed)
+    context = TraversalContext(rules, seed % 2, 1, queue, advantage, strategy, generator)
+    stats = sampler.traverse(context, n_traversals)
     network = queue.stats()
     return {
         "nodes_per_s": stats.nodes_per_s,

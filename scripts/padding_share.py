@@ -15,10 +15,10 @@ import argparse
 
 import torch
 
-from lostcities_cfr.cfr import BudgetedSampling, NetworkConfig, ReservoirBuffer
+from lostcities_cfr.cfr import BudgetedSampling, NetworkConfig, ReservoirBuffer, uniform_strategy
+from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, TraversalContext
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
-from lostcities_cfr.training.module import uniform_strategy
 
 
 def main() -> None:
@@ -32,13 +32,14 @@ def main() -> None:
     queue = InferenceQueue(bucket_sizes=args.buckets, pad="always")
     for p in range(2):
         queue.register(
-            f"advantage_{p}", NetworkConfig(width=8, depth=1).build(F, A), uniform_strategy
+            ADVANTAGE_NETWORKS[p], NetworkConfig(width=8, depth=1).build(F, A), uniform_strategy
         )
     sampler = BudgetedSampling(walkers=args.traversals)
     generator = torch.Generator().manual_seed(0)
     for traverser in range(2):
-        buffers = [ReservoirBuffer(100_000, F, A, seed=s) for s in range(2)]
-        sampler.traverse(rules, traverser, args.traversals, 1, queue, *buffers, generator)
+        advantage, strategy = (ReservoirBuffer(100_000, F, A, seed=s) for s in range(2))
+        context = TraversalContext(rules, traverser, 1, queue, advantage, strategy, generator)
+        sampler.traverse(context, args.traversals)
     stats = queue.stats()
     print(
         f"buckets {args.buckets}: {stats['calls']} forwards, {stats['rows']:,} rows, "

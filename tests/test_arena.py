@@ -15,7 +15,6 @@ from lostcities_cfr.arena import (
     PlayStyle,
     evaluate,
     mean_interval,
-    rules_name,
     t_quantile_975,
     wilson_interval,
 )
@@ -164,7 +163,7 @@ def test_result_table_and_dict_carry_the_same_figures():
     assert "classic rules" in table and "games/s" in table
     assert f"{100 * data['rounds']['win_rate']:5.1f}%" in table
     assert data["agent"] == "heuristic:cautious" and data["opponent"] == "random"
-    assert data["rules"]["n_colors"] == 5 and rules_name(Rules(**data["rules"])) == "classic"
+    assert data["rules"]["n_colors"] == 5 and Rules(**data["rules"]).preset_name() == "classic"
     assert data["game_length"] > 20
 
 

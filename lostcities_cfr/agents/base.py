@@ -4,7 +4,7 @@ Every agent is batched: ``act`` sees a :class:`~lostcities_cfr.game.batched.Game
 and returns an int64 tensor ``[B]`` with a legal action for every unfinished game
 (entries of finished games are ignored by the engine, so they may hold anything).
 An agent must decide only from what the player to move knows (``docs/agents.md``):
-its own hand and the public information of the rules page, never the opponent's
+its own hand and the public information of the rules page (``docs/rules.md``), never the opponent's
 hidden cards or the deck order.
 
 :func:`act_single` serves one :class:`~lostcities_cfr.game.reference.GameState`
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
 
-from lostcities_cfr.game.batched import GameBatch, random_legal_actions
+from lostcities_cfr.agents.random_actions import random_legal_actions
+from lostcities_cfr.game.batched import GameBatch
 
 if TYPE_CHECKING:
     from lostcities_cfr.game.reference import GameState

@@ -19,9 +19,11 @@ lists them with examples):
                        outside this package
 =====================  ==========================================================
 
-Other layers add kinds with :func:`register_agent_kind`. Checkpoint loading
-belongs to the training layer, which sits above this one, so ``ckpt`` imports
-``lostcities_cfr.training.checkpoint`` only when such a spec is built.
+Other layers add kinds with :func:`register_agent_kind`. ``ckpt`` is one of them:
+checkpoint loading belongs to the training layer, which sits above this one and
+registers the kind when it is imported (``lostcities_cfr.training.checkpoint``).
+This layer never imports training; the top-level package registers a stand-in
+that imports it on the first ``ckpt:`` spec.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from lostcities_cfr.agents.base import Agent
 from lostcities_cfr.agents.basic import DiscardOnlyAgent, NoisyAgent, RandomAgent
@@ -117,8 +118,12 @@ def agent_from_spec(spec: str, seed: int | None = None) -> Agent:
     return agent
 
 
-# ---- built-in kinds ------------------------------------------------------------------------
-def _expect(args: list[str], options: dict[str, str], max_args: int, usage: str) -> None:
+def expect_arguments(args: list[str], options: dict[str, str], max_args: int, usage: str) -> None:
+    """Refuse more than ``max_args`` arguments, or any option left over, quoting ``usage``.
+
+    Raises:
+        AgentSpecError: names the unexpected arguments or options.
+    """
     if len(args) > max_args:
         raise AgentSpecError(
             f"unexpected argument(s) {':'.join(args[max_args:])!r}; usage: {usage}"
@@ -135,18 +140,21 @@ def _number(text: str, key: str, kind: type) -> float | int:
         raise AgentSpecError(f"{key}={text!r} is not {expected}") from None
 
 
+# ---- built-in kinds ------------------------------------------------------------------------
+
+
 def _random(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    _expect(args, options, 0, "random")
+    expect_arguments(args, options, 0, "random")
     return RandomAgent(seed)
 
 
 def _discard_only(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    _expect(args, options, 0, "discard-only")
+    expect_arguments(args, options, 0, "discard-only")
     return DiscardOnlyAgent(seed)
 
 
 def _heuristic(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    _expect(args, {}, 1, "heuristic[:PRESET][:FIELD=VALUE]...")
+    expect_arguments(args, {}, 1, "heuristic[:PRESET][:FIELD=VALUE]...")
     preset = args[0] if args else "balanced"
     if preset not in HEURISTIC_PRESETS:
         raise AgentSpecError(
@@ -168,40 +176,9 @@ def _heuristic(args: list[str], options: dict[str, str], seed: int | None) -> Ag
         raise AgentSpecError(str(error)) from None
 
 
-def _checkpoint(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    usage = "ckpt:PATH[:average|:current][:greedy]"
-    flags = {"average", "current", "greedy"}
-    # PATH may itself hold ':' (a Windows drive): peel the flags off the end only.
-    end = len(args)
-    while end > 1 and args[end - 1] in flags:
-        end -= 1
-    path, chosen = ":".join(args[:end]), set(args[end:])
-    _expect([], options, 0, usage)
-    if not path:
-        raise AgentSpecError(f"a checkpoint spec needs a path; usage: {usage}")
-    if {"average", "current"} <= chosen:
-        raise AgentSpecError("choose one of :average and :current, not both")
-    if not Path(path).is_file():
-        raise AgentSpecError(f"no checkpoint file at {path!r}")
-    try:
-        checkpoint = importlib.import_module("lostcities_cfr.training.checkpoint")
-        load_agent = checkpoint.load_agent
-    except (ImportError, AttributeError):
-        raise AgentSpecError(
-            "checkpoint agents are not available: lostcities_cfr.training.checkpoint.load_agent "
-            "could not be imported"
-        ) from None
-    return load_agent(
-        path,
-        policy="current" if "current" in chosen else "average",
-        greedy="greedy" in chosen,
-        seed=seed,
-    )
-
-
 def _python(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
     usage = "py:MODULE:NAME"
-    _expect(args, options, 2, usage)
+    expect_arguments(args, options, 2, usage)
     if len(args) != 2:
         raise AgentSpecError(f"a python agent needs a module and a name; usage: {usage}")
     module_name, attribute = args
@@ -226,11 +203,5 @@ register_agent_kind(
     _heuristic,
     "heuristic[:PRESET][:FIELD=VALUE]",
     f"rule-based player; presets {', '.join(HEURISTIC_PRESETS)} (default balanced)",
-)
-register_agent_kind(
-    "ckpt",
-    _checkpoint,
-    "ckpt:PATH[:current][:greedy]",
-    "a checkpoint's average strategy (:current = regret matching on its advantage nets)",
 )
 register_agent_kind("py", _python, "py:MODULE:NAME", "NAME() from an importable module")

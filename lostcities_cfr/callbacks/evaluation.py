@@ -1,4 +1,4 @@
-"""Arena evaluation of the Deep CFR policies every few iterations, while training runs."""
+"""Arena evaluation of a model's policies every few iterations, while training runs."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytorch_lightning as pl
 from pytorch_lightning.loggers import WandbLogger
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.training.agents import POLICIES
+from lostcities_cfr.training.evaluation import check_policies, evaluate_policy
+from lostcities_cfr.training.metrics import ITERATION, eval_metrics
 
 TABLE_KEY = "eval/results"
 TABLE_COLUMNS = [
-    "iteration",
+    ITERATION,
     "policy",
     "opponent",
     "games",
@@ -29,26 +29,6 @@ TABLE_COLUMNS = [
     "score_diff_ci_high",
     "seconds",
 ]
-
-
-def eval_prefix(policy: str, opponent: str) -> str:
-    """``eval/<policy>/<opponent>/``; a ``/`` in the opponent's spec (a checkpoint path)
-    becomes ``_`` so that the metric tree keeps three levels."""
-    return f"eval/{policy}/{opponent.replace('/', '_')}/"
-
-
-def result_metrics(prefix: str, result: EvaluationResult) -> dict[str, float]:
-    """The logged figures of one arena result: win rate and score difference with
-    their 95% interval bounds (per game, ``EvaluationResult.rounds``)."""
-    rounds = result.rounds
-    return {
-        prefix + "win_rate": rounds.win_rate,
-        prefix + "win_rate_ci_low": rounds.win_rate_ci[0],
-        prefix + "win_rate_ci_high": rounds.win_rate_ci[1],
-        prefix + "score_diff": rounds.score_diff,
-        prefix + "score_diff_ci_low": rounds.score_diff_ci[0],
-        prefix + "score_diff_ci_high": rounds.score_diff_ci[1],
-    }
 
 
 class PeriodicEvaluation(pl.Callback):
@@ -85,7 +65,8 @@ class PeriodicEvaluation(pl.Callback):
             played from both seats).
         opponents: agent specs (``docs/agents.md``), e.g. ``random``,
             ``heuristic:cautious``, ``ckpt:PATH``.
-        policies: which of the model's policies play: ``average``, ``current``.
+        policies: which of the model's policies play (``DeepCFR``: ``average``,
+            ``current``); None: every policy the model has. Checked at setup.
         greedy: the policies play their most probable action instead of sampling.
         seed: seeds the deals and both sides' sampling.
         evaluate_last: also evaluate at the run's last iteration.
@@ -96,7 +77,7 @@ class PeriodicEvaluation(pl.Callback):
         every_n_iterations: int = 10,
         games: int = 100,
         opponents: Sequence[str] = ("random", "heuristic"),
-        policies: Sequence[str] = POLICIES,
+        policies: Sequence[str] | None = None,
         greedy: bool = False,
         seed: int = 0,
         evaluate_last: bool = True,
@@ -109,16 +90,12 @@ class PeriodicEvaluation(pl.Callback):
             raise ConfigError(f"PeriodicEvaluation games={games}; play at least 1 game")
         if not opponents:
             raise ConfigError("PeriodicEvaluation opponents=[]; name at least one agent spec")
-        unknown = [p for p in policies if p not in POLICIES]
-        if unknown or not policies:
-            raise ConfigError(
-                f"PeriodicEvaluation policies={list(policies)}; expected a non-empty subset of "
-                f"{list(POLICIES)}"
-            )
+        if policies is not None and not policies:
+            raise ConfigError("PeriodicEvaluation policies=[]; name at least one, or null for all")
         self.every_n_iterations = every_n_iterations
         self.games = games
         self.opponents = list(opponents)
-        self.policies = list(policies)
+        self.policies = None if policies is None else list(policies)
         self.greedy = greedy
         self.seed = seed
         self.evaluate_last = evaluate_last
@@ -128,9 +105,10 @@ class PeriodicEvaluation(pl.Callback):
         self.last_seconds = 0.0
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        # A bad spec fails here, before any traversal runs.
-        for i, spec in enumerate(self.opponents):
-            agent_from_spec(spec, seed=self._opponent_seed(i))
+        # A bad spec or policy fails here, before any traversal runs.
+        check_policies(pl_module, self._policies(pl_module), "PeriodicEvaluation")
+        for spec in self.opponents:
+            agent_from_spec(spec)
 
     def should_evaluate(self, trainer: pl.Trainer, iteration: int) -> bool:
         """Whether ``iteration`` is one this callback evaluates."""
@@ -160,20 +138,12 @@ class PeriodicEvaluation(pl.Callback):
         """
         start = time.perf_counter()
         metrics: dict[str, float] = {}
-        for policy in self.policies:
-            agent = pl_module.agent(policy, greedy=self.greedy, seed=self.seed)
-            for i, spec in enumerate(self.opponents):
-                # Rebuilt every time so that the opponent's randomness repeats too.
-                opponent = agent_from_spec(spec, seed=self._opponent_seed(i))
-                result = evaluate(
-                    agent,
-                    opponent,
-                    self.games,
-                    rules=pl_module.rules,
-                    seed=self.seed,
-                    device=pl_module.device,
+        for policy in self._policies(pl_module):
+            for spec in self.opponents:
+                result = evaluate_policy(
+                    pl_module, policy, spec, self.games, seed=self.seed, greedy=self.greedy
                 )
-                metrics.update(result_metrics(eval_prefix(policy, spec), result))
+                metrics.update(eval_metrics(policy, spec, result))
                 rounds = result.rounds
                 self.rows.append(
                     [
@@ -193,6 +163,9 @@ class PeriodicEvaluation(pl.Callback):
         self.last_seconds = time.perf_counter() - start
         return metrics
 
+    def _policies(self, pl_module: pl.LightningModule) -> list[str]:
+        return list(pl_module.policies) if self.policies is None else self.policies
+
     def _log_table(self, trainer: pl.Trainer, iteration: int) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger):
@@ -200,10 +173,7 @@ class PeriodicEvaluation(pl.Callback):
 
                 # The whole history every time: the latest table is the one W&B shows.
                 table = wandb.Table(columns=TABLE_COLUMNS, data=[list(row) for row in self.rows])
-                logger.log_metrics({TABLE_KEY: table, "iteration": iteration})
-
-    def _opponent_seed(self, index: int) -> int:
-        return self.seed + 1 + index  # the policy samples with ``seed`` itself
+                logger.log_metrics({TABLE_KEY: table, ITERATION: iteration})
 
     def state_dict(self) -> dict[str, Any]:
         return {"total_seconds": self.total_seconds, "rows": self.rows}

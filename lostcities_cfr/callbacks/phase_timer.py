@@ -12,6 +12,7 @@ import torch
 from pytorch_lightning.callbacks import Checkpoint
 
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
+from lostcities_cfr.training import metrics
 
 # Phases the model times itself (``DeepCFR.iteration_metrics``) or evaluation
 # adds; each gets ``time/<phase>_share`` of the iteration. Network queries and
@@ -94,20 +95,23 @@ class PhaseTimer(pl.Callback):
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         iteration_s = time.perf_counter() - self._start
         seconds = {
-            phase: float(pl_module.iteration_metrics.get(f"time/{phase}_s", 0.0))
+            phase: float(pl_module.iteration_metrics.get(metrics.phase_seconds(phase), 0.0))
             for phase in PHASES
         }
         seconds["eval"] = self._eval_seconds(trainer, pl_module.iteration)
-        metrics = {"time/iteration_s": iteration_s, "time/eval_s": seconds["eval"]}
+        logged = {
+            metrics.phase_seconds("iteration"): iteration_s,
+            metrics.phase_seconds("eval"): seconds["eval"],
+        }
         for phase, value in seconds.items():
-            metrics[f"time/{phase}_share"] = value / iteration_s
+            logged[metrics.phase_share(phase)] = value / iteration_s
         disjoint = sum(seconds[phase] for phase in DISJOINT_PHASES)
-        metrics["time/other_share"] = max(0.0, 1.0 - disjoint / iteration_s)
+        logged[metrics.phase_share("other")] = max(0.0, 1.0 - disjoint / iteration_s)
         if self.memory:
-            metrics.update(self._memory())
+            logged.update(self._memory())
         if self.buffers:
-            metrics.update(self._buffer_fill(pl_module))
-        for name, value in metrics.items():
+            logged.update(self._buffer_fill(pl_module))
+        for name, value in logged.items():
             pl_module.log(name, value, on_step=False, on_epoch=True)
 
     @staticmethod
@@ -120,19 +124,17 @@ class PhaseTimer(pl.Callback):
 
     @staticmethod
     def _memory() -> dict[str, float]:
-        metrics = {"system/max_rss_gb": peak_memory_bytes() / GB}
+        memory = {"system/max_rss_gb": peak_memory_bytes() / GB}
         rss = resident_memory_bytes()
         if rss is not None:
-            metrics["system/rss_gb"] = rss / GB
+            memory["system/rss_gb"] = rss / GB
         if torch.cuda.is_available() and torch.cuda.is_initialized():
-            metrics["system/cuda_max_allocated_gb"] = torch.cuda.max_memory_allocated() / GB
-        return metrics
+            memory["system/cuda_max_allocated_gb"] = torch.cuda.max_memory_allocated() / GB
+        return memory
 
     @staticmethod
     def _buffer_fill(pl_module: pl.LightningModule) -> dict[str, float]:
-        buffers = {
-            f"advantage_p{player}": buffer
-            for player, buffer in enumerate(pl_module.advantage_buffers)
+        return {
+            metrics.buffer_fill(name): len(buffer) / buffer.capacity
+            for name, buffer in pl_module.row_buffers().items()
         }
-        buffers["strategy"] = pl_module.strategy_buffer
-        return {f"buffer/{name}_fill": len(b) / b.capacity for name, b in buffers.items()}

@@ -9,24 +9,18 @@ from lostcities_cfr.cfr.exploitability import (
     exploitability,
     game_tree,
     nash_conv,
-    uniform_policy,
 )
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
-from lostcities_cfr.cfr.networks import (
-    NetworkConfig,
-    PolicyMLP,
-    masked_advantages,
-    masked_softmax,
-)
+from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP, masked_softmax
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
-from lostcities_cfr.cfr.regret_matching import regret_matching
+from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import (
     ReservoirBatch,
     ReservoirBuffer,
     last_writers,
     reservoir_slots,
 )
-from lostcities_cfr.cfr.traversal import Sampler, TraversalStats
+from lostcities_cfr.cfr.traversal import Sampler, TraversalContext, TraversalStats
 
 __all__ = [
     "BudgetedSampling",
@@ -38,14 +32,14 @@ __all__ = [
     "ReservoirBuffer",
     "Sampler",
     "TinyGameTree",
+    "TraversalContext",
     "TraversalStats",
     "exploitability",
     "game_tree",
     "last_writers",
-    "masked_advantages",
     "masked_softmax",
     "nash_conv",
     "regret_matching",
     "reservoir_slots",
-    "uniform_policy",
+    "uniform_strategy",
 ]

@@ -29,22 +29,18 @@ discussed in ``docs/algorithms.md``.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
-from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     Sampler,
-    TraversalStats,
+    TraversalContext,
     current_strategies,
     explore,
     live_rows,
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.game import GameBatch, Rules, feature_size
-from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.game import GameBatch, feature_size
 
 
 class BudgetedSampling(Sampler):
@@ -81,31 +77,9 @@ class BudgetedSampling(Sampler):
         self.branch_prob = branch_prob
         self.max_branches = max_branches
 
-    def node_bound(self, rules: Rules) -> int:
-        """The most decision nodes one traversal can visit under ``rules``.
-
-        ``L (1 + max_branches * b)``: the trajectory and each playout last at
-        most ``L = rules.max_turns`` decisions, and a branch node has at most
-        ``b = max(2 * hand_size, 1 + n_colors)`` legal actions (play or discard
-        each card held; draw from the deck or a pile).
-        """
-        b = max(2 * rules.hand_size, 1 + rules.n_colors)
-        return rules.max_turns * (1 + self.max_branches * b)
-
-    def traverse_games(
-        self,
-        games: GameBatch,
-        traverser: int,
-        iteration: int,
-        queue: InferenceQueue,
-        advantage_buffer: ReservoirBuffer,
-        strategy_buffer: ReservoirBuffer,
-        generator: torch.Generator,
-    ) -> TraversalStats:
-        start = time.perf_counter()
+    def walk(self, games: GameBatch, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
-        rules = games.rules
-        stats = TraversalStats(traversals=B)
+        rules, traverser, generator = games.rules, context.traverser, context.generator
         games = games.clone()
         # Per row: the branch record a playout evaluates (-1 on a trajectory), the
         # action it evaluates, and the branches a trajectory has left.
@@ -125,8 +99,8 @@ class BudgetedSampling(Sampler):
             games, (record, slot, branches_left), alive, live = next_rows
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
-            sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
-            stats.nodes += len(live)
+            sigma = current_strategies(context.queue, games, features, legal, live)  # [b, A]
+            context.stats.nodes += len(live)
 
             on_path = alive & (record < 0)
             is_mine = games.current_player == traverser
@@ -137,15 +111,7 @@ class BudgetedSampling(Sampler):
             actions = sample_actions(probs, generator)  # [b]; finished rows ignore theirs
             theirs = (on_path & ~is_mine).nonzero().squeeze(1)
             if len(theirs):
-                self.add_rows(
-                    strategy_buffer,
-                    features[theirs],
-                    legal[theirs],
-                    sigma[theirs],
-                    iteration,
-                    stats,
-                    advantage=False,
-                )
+                context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
 
             coin = torch.rand(games.batch_size, generator=generator, device=device)
             branch = (explores & (branches_left > 0) & (coin < self.branch_prob)).nonzero()
@@ -180,14 +146,4 @@ class BudgetedSampling(Sampler):
                 value, sigma_c = rec_value[complete], rec_sigma[complete]
                 baseline = (sigma_c * value).sum(1, keepdim=True)  # [n, 1] sum sigma v^
                 regrets = (value - baseline) * rec_legal[complete]
-                self.add_rows(
-                    advantage_buffer,
-                    rec_features[complete],
-                    rec_legal[complete],
-                    regrets,
-                    iteration,
-                    stats,
-                    advantage=True,
-                )
-        stats.seconds = time.perf_counter() - start
-        return stats
+                context.add_advantage_rows(rec_features[complete], rec_legal[complete], regrets)

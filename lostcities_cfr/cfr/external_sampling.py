@@ -24,21 +24,18 @@ stops it with an error before a larger game exhausts memory.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
 
-from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     Sampler,
-    TraversalStats,
+    TraversalContext,
     current_strategies,
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
-from lostcities_cfr.inference import InferenceQueue
 
 
 @dataclass
@@ -75,18 +72,8 @@ class ExternalSampling(Sampler):
         super().__init__(walkers, utility_scale)
         self.max_frontier = max_frontier
 
-    def traverse_games(
-        self,
-        games: GameBatch,
-        traverser: int,
-        iteration: int,
-        queue: InferenceQueue,
-        advantage_buffer: ReservoirBuffer,
-        strategy_buffer: ReservoirBuffer,
-        generator: torch.Generator,
-    ) -> TraversalStats:
-        start = time.perf_counter()
-        stats = TraversalStats(traversals=games.batch_size)
+    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+        traverser = context.traverser
         levels: list[_Level] = []
         frontier = games
         while True:
@@ -105,23 +92,15 @@ class ExternalSampling(Sampler):
                 )
             legal = frontier.legal_mask()  # [n, A]
             features = frontier.encode()  # [n, F]
-            sigma = current_strategies(queue, frontier, features, legal, live)  # [n, A]
-            stats.nodes += len(live)
+            sigma = current_strategies(context.queue, frontier, features, legal, live)  # [n, A]
+            context.stats.nodes += len(live)
 
             is_mine = frontier.current_player[live] == traverser
             mine, theirs = live[is_mine], live[~is_mine]  # [t], [o]
             their_sigma = sigma[theirs]
-            their_actions = sample_actions(their_sigma, generator)
+            their_actions = sample_actions(their_sigma, context.generator)
             if len(theirs):
-                self.add_rows(
-                    strategy_buffer,
-                    features[theirs],
-                    legal[theirs],
-                    their_sigma,
-                    iteration,
-                    stats,
-                    advantage=False,
-                )
+                context.add_strategy_rows(features[theirs], legal[theirs], their_sigma)
             my_legal = legal[mine]  # [t, A]
             fork_row, fork_action = my_legal.nonzero(as_tuple=True)  # [f] each
             level.mine, level.features, level.legal = mine, features[mine], my_legal
@@ -144,15 +123,5 @@ class ExternalSampling(Sampler):
                         : len(level.fork_row)
                     ]
                     regrets = (action_value - value[level.mine, None]) * level.legal
-                    self.add_rows(
-                        advantage_buffer,
-                        level.features,
-                        level.legal,
-                        regrets,
-                        iteration,
-                        stats,
-                        advantage=True,
-                    )
+                    context.add_advantage_rows(level.features, level.legal, regrets)
             child_value = value
-        stats.seconds = time.perf_counter() - start
-        return stats

@@ -2,13 +2,13 @@
 the information-state encoding (``docs/encoding.md``) with one output per action.
 
 The same :class:`PolicyMLP` serves as the advantage network (its raw outputs
-estimate each action's advantage; illegal entries are zeroed by
-:func:`masked_advantages`) and as the average-strategy network (its outputs are
-logits; :func:`masked_softmax` turns them into a strategy that puts probability
-exactly 0 on illegal actions). Both helpers, like
-:func:`~lostcities_cfr.cfr.regret_matching.regret_matching`, have the signature
-``head(outputs, legal) -> [B, A]``, so any of them can be handed to the
-inference queue as a network's head.
+estimate each action's advantage; the loss ignores illegal entries) and as the
+average-strategy network (its outputs are logits; :func:`masked_softmax` turns
+them into a strategy that puts probability exactly 0 on illegal actions).
+:func:`masked_softmax`, like
+:func:`~lostcities_cfr.cfr.regret_matching.regret_matching`, has the signature
+``head(outputs, legal) -> [B, A]``, so either can be handed to the inference
+queue as a network's head.
 """
 
 from __future__ import annotations
@@ -139,15 +139,6 @@ class PolicyMLP(nn.Module):
         for layer in self.hidden[1:]:
             x = x + layer(x) if self.config.residual else layer(x)
         return self.head(x)
-
-
-def masked_advantages(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """Advantage-network outputs [B, A] with illegal entries set to exactly 0.
-
-    With targets that are 0 on illegal actions, a loss on these outputs leaves
-    illegal actions out of the gradient; ``legal`` is bool [B, A].
-    """
-    return outputs.masked_fill(~legal, 0.0)
 
 
 def masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:

@@ -24,15 +24,12 @@ products over the steps, computed once every trajectory has ended.
 
 from __future__ import annotations
 
-import time
-
 import torch
 from torch import nn
 
-from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     Sampler,
-    TraversalStats,
+    TraversalContext,
     current_strategies,
     explore,
     live_rows,
@@ -40,7 +37,6 @@ from lostcities_cfr.cfr.traversal import (
 )
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
-from lostcities_cfr.inference import InferenceQueue
 
 # Importance weights are capped at e^600 (~1e260): far beyond anything a float32 target
 # holds, and low enough that multiplying by a utility never overflows float64 into inf
@@ -83,19 +79,9 @@ class OutcomeSampling(Sampler):
         self.reach_weighted = reach_weighted
         self.target_clip = target_clip
 
-    def traverse_games(
-        self,
-        games: GameBatch,
-        traverser: int,
-        iteration: int,
-        queue: InferenceQueue,
-        advantage_buffer: ReservoirBuffer,
-        strategy_buffer: ReservoirBuffer,
-        generator: torch.Generator,
-    ) -> TraversalStats:
-        start = time.perf_counter()
+    def walk(self, games: GameBatch, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
-        stats = TraversalStats(traversals=B)
+        traverser, generator = context.traverser, context.generator
         games = games.clone()
         walker = torch.arange(B, device=device)  # [b] the trajectory of each row
         utility = self.utility(games, traverser).double()  # [B], final once a game ends
@@ -106,8 +92,8 @@ class OutcomeSampling(Sampler):
             games, (walker,), alive, live = next_rows
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
-            sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
-            stats.nodes += len(live)
+            sigma = current_strategies(context.queue, games, features, legal, live)  # [b, A]
+            context.stats.nodes += len(live)
 
             is_mine = games.current_player == traverser  # [b]
             probs = torch.where(is_mine[:, None], explore(sigma, legal, self.exploration), sigma)
@@ -115,15 +101,7 @@ class OutcomeSampling(Sampler):
             mine = (alive & is_mine).nonzero().squeeze(1)
             theirs = (alive & ~is_mine).nonzero().squeeze(1)
             if len(theirs):
-                self.add_rows(
-                    strategy_buffer,
-                    features[theirs],
-                    legal[theirs],
-                    sigma[theirs],
-                    iteration,
-                    stats,
-                    advantage=False,
-                )
+                context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
             my_actions = actions[mine]
             my_sigma = sigma[mine, my_actions]  # [t] sigma(a*)
             my_q = probs[mine, my_actions]  # [t] q(a*) > 0
@@ -157,8 +135,4 @@ class OutcomeSampling(Sampler):
             regrets = weight[:, None] * (chosen - my_sigma[:, None].double()) * legal
             if self.target_clip is not None:
                 regrets = regrets.clamp(-self.target_clip, self.target_clip)
-            self.add_rows(
-                advantage_buffer, features, legal, regrets.float(), iteration, stats, advantage=True
-            )
-        stats.seconds = time.perf_counter() - start
-        return stats
+            context.add_advantage_rows(features, legal, regrets.float())

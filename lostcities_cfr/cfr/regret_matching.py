@@ -11,9 +11,11 @@ probability on the legal action with the highest predicted advantage: an
 approximate network's all-negative row still ranks the actions, and the
 fallback keeps that ranking instead of discarding it.
 
-The function has the inference queue's head signature ``(outputs, legal)``,
-so the training loop hands it to :class:`~lostcities_cfr.inference.InferenceQueue`
+Both functions have the inference queue's head signature ``(outputs, legal)``,
+so the training loop hands them to :class:`~lostcities_cfr.inference.InferenceQueue`
 as the head of an advantage network; the queue itself knows nothing of CFR.
+:func:`uniform_strategy` is what tabular regret matching plays before any regret
+exists: CFR's first iteration, exploration mixes and exploitability baselines use it.
 """
 
 from __future__ import annotations
@@ -37,3 +39,15 @@ def regret_matching(advantages: torch.Tensor, legal: torch.Tensor) -> torch.Tens
     fallback = torch.zeros_like(positive).scatter_(-1, best, 1.0) * legal.any(-1, keepdim=True)
     safe_total = total.clamp(min=torch.finfo(total.dtype).tiny)  # no 0/0 in fallback rows
     return torch.where(total > 0, positive / safe_total, fallback)
+
+
+def uniform_strategy(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """Uniform over the legal actions: float32 probabilities [B, A] from legal [B, A] bool.
+
+    ``outputs`` is ignored. An untrained advantage network's outputs are small noise, on
+    which regret matching would play the largest entry, so CFR's first iteration plays
+    this instead. A row with no legal action is all zeros.
+    """
+    del outputs
+    legal = legal.float()
+    return legal / legal.sum(dim=-1, keepdim=True).clamp(min=1.0)

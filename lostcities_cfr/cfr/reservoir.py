@@ -187,10 +187,6 @@ class ReservoirBuffer:
             iteration=self.iteration[index],
         )
 
-    def clear(self) -> None:
-        """Forget every row (the generator keeps its state)."""
-        self.n_seen = 0
-
     def state_dict(self) -> dict[str, Any]:
         """Rows held, counters and generator state (enough to continue exactly)."""
         held = len(self)

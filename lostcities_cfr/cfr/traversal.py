@@ -1,12 +1,13 @@
-"""What every Deep CFR traversal sampler shares: the :class:`Sampler` interface,
-its :class:`TraversalStats`, and the two operations of a traversal step.
+"""What every Deep CFR traversal sampler shares: the :class:`Sampler` interface, the
+:class:`TraversalContext` it works in, its :class:`TraversalStats`, and the operations of
+a traversal step.
 
 A sampler walks many games at once (Deep CFR, Brown, Lerer, Gross & Sandholm,
 2019): the walkers are one :class:`~lostcities_cfr.game.GameBatch`, one row per
 node of every concurrent traversal, and all of them advance in lockstep. At
 each step :func:`current_strategies` sends the features and legal masks of all
 rows to the inference queue (one submit per network: player 0's rows to
-``advantage_0``, player 1's to ``advantage_1``) and flushes once; the sampler
+``advantage_p0``, player 1's to ``advantage_p1``) and flushes once; the sampler
 then picks actions (:func:`sample_actions`) or forks rows
 (``GameBatch.select`` with repeated indices) and steps the whole batch. No
 Python loop runs per walker or per node.
@@ -33,16 +34,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.inference import InferenceQueue
 
-ADVANTAGE_NETWORKS = ("advantage_0", "advantage_1")  # queue names of each player's network
+ADVANTAGE_NETWORKS = ("advantage_p0", "advantage_p1")  # queue names of each player's network
+STRATEGY_NETWORK = "strategy"  # queue name of the average-strategy network
 # Samplers drop finished games from their batch once the live ones are at most this
 # fraction of it: ``GameBatch.select`` gathers every state tensor along its batch-last
 # axis, which costs about as much per row as ``encode()``, so compacting at every step
@@ -139,8 +142,7 @@ def live_rows(
 
 def explore(sigma: torch.Tensor, legal: torch.Tensor, epsilon: float) -> torch.Tensor:
     """``epsilon * uniform(legal) + (1 - epsilon) * sigma``, row by row ([B, A])."""
-    uniform = legal / legal.sum(1, keepdim=True).clamp(min=1)
-    return epsilon * uniform + (1 - epsilon) * sigma
+    return epsilon * uniform_strategy(sigma, legal) + (1 - epsilon) * sigma
 
 
 def sample_actions(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -155,12 +157,79 @@ def sample_actions(probs: torch.Tensor, generator: torch.Generator) -> torch.Ten
     return (cdf < u * cdf[:, -1:]).sum(1)
 
 
-class Sampler:
-    """Base class of the traversal samplers.
+@dataclass
+class TraversalContext:
+    """Everything one player's traversal epoch works with, handed to a :class:`Sampler`.
 
-    :meth:`traverse` deals ``n_traversals`` games, ``walkers`` at a time, and
-    hands each batch to :meth:`traverse_games`, which subclasses implement.
-    Walkers live on the device of the ``generator`` passed to :meth:`traverse`.
+    The networks are the inference queue's: ``advantage_p0`` and ``advantage_p1`` give
+    each player's current strategy (:data:`ADVANTAGE_NETWORKS`), ``strategy`` the average
+    strategy, and a sampler that learns a value baseline finds its network under the name
+    it declares. Rows go to the buffers through :meth:`add_advantage_rows` and
+    :meth:`add_strategy_rows`, which count them and time the writes in :attr:`stats`.
+
+    Args:
+        rules: the variant played.
+        traverser: the player whose regrets this epoch samples (0 or 1).
+        iteration: the CFR iteration (1-based); every row is tagged with it.
+        queue: the inference queue, with the networks above registered.
+        advantage_buffer: the traverser's advantage reservoir.
+        strategy_buffer: the average-strategy reservoir (the opponent's strategies).
+        generator: draws the deals and every sampled action; its device is the walkers'.
+        value_buffer: the history value network's buffer, for samplers that train one.
+    """
+
+    rules: Rules
+    traverser: int
+    iteration: int
+    queue: InferenceQueue
+    advantage_buffer: ReservoirBuffer
+    strategy_buffer: ReservoirBuffer
+    generator: torch.Generator
+    value_buffer: ReservoirBuffer | None = None
+    stats: TraversalStats = field(default_factory=TraversalStats)
+
+    def __post_init__(self) -> None:
+        if self.traverser not in (0, 1):
+            raise ValueError(f"traverser={self.traverser}; it must be 0 or 1")
+
+    @property
+    def device(self) -> torch.device:
+        """Where the walkers live: the generator's device."""
+        return self.generator.device
+
+    def add_advantage_rows(
+        self, features: torch.Tensor, legal: torch.Tensor, regrets: torch.Tensor
+    ) -> None:
+        """Sampled regrets [n, A] of the traverser at rows features [n, F], legal [n, A]."""
+        self._add(self.advantage_buffer, features, legal, regrets)
+        self.stats.advantage_rows += len(features)
+
+    def add_strategy_rows(
+        self, features: torch.Tensor, legal: torch.Tensor, strategies: torch.Tensor
+    ) -> None:
+        """The opponent's current strategies [n, A] at rows features [n, F], legal [n, A]."""
+        self._add(self.strategy_buffer, features, legal, strategies)
+        self.stats.strategy_rows += len(features)
+
+    def _add(
+        self,
+        buffer: ReservoirBuffer,
+        features: torch.Tensor,
+        legal: torch.Tensor,
+        targets: torch.Tensor,
+    ) -> None:
+        start = time.perf_counter()
+        buffer.add(features, legal, targets, self.iteration)
+        self.stats.memory_add_seconds += time.perf_counter() - start
+
+
+class Sampler:
+    """Base class of the traversal samplers: subclasses implement :meth:`walk`.
+
+    :meth:`traverse` deals ``n_traversals`` games, ``walkers`` at a time, hands each
+    batch to :meth:`walk` (through :meth:`traverse_games`, which counts the traversals)
+    with the epoch's :class:`TraversalContext`, and times the whole epoch. A new sampler is one subclass and one config line
+    (``model.sampler.class_path``).
 
     Args:
         walkers: traversals run concurrently (games dealt per batch). Larger
@@ -179,50 +248,36 @@ class Sampler:
         self.walkers = walkers
         self.utility_scale = utility_scale
 
-    def traverse(
-        self,
-        rules: Rules,
-        traverser: int,
-        n_traversals: int,
-        iteration: int,
-        queue: InferenceQueue,
-        advantage_buffer: ReservoirBuffer,
-        strategy_buffer: ReservoirBuffer,
-        generator: torch.Generator,
-    ) -> TraversalStats:
-        """Run ``n_traversals`` traversals for ``traverser`` from fresh deals.
+    def traverse(self, context: TraversalContext, n_traversals: int) -> TraversalStats:
+        """Run ``n_traversals`` traversals from fresh deals; the epoch's stats.
 
-        Advantage rows of ``traverser`` go to ``advantage_buffer`` and the
-        opponent's strategies to ``strategy_buffer``, all tagged ``iteration``.
-        ``generator`` draws the deals and every sampled action.
+        Rows go to ``context``'s buffers, tagged with its iteration; its generator
+        draws the deals and every sampled action.
         """
-        if traverser not in (0, 1):
-            raise ValueError(f"traverser={traverser}; it must be 0 or 1")
         start = time.perf_counter()
-        stats = TraversalStats()
         dealt = 0
         while dealt < n_traversals:
             size = min(self.walkers, n_traversals - dealt)
+            generator = context.generator
             seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
-            games = GameBatch.new(rules, size, seed=seed, device=generator.device)
-            stats += self.traverse_games(
-                games, traverser, iteration, queue, advantage_buffer, strategy_buffer, generator
-            )
+            games = GameBatch.new(context.rules, size, seed=seed, device=generator.device)
+            self.traverse_games(games, context)
             dealt += size
-        stats.seconds = time.perf_counter() - start
-        return stats
+        context.stats.seconds += time.perf_counter() - start
+        return context.stats
 
-    def traverse_games(
-        self,
-        games: GameBatch,
-        traverser: int,
-        iteration: int,
-        queue: InferenceQueue,
-        advantage_buffer: ReservoirBuffer,
-        strategy_buffer: ReservoirBuffer,
-        generator: torch.Generator,
-    ) -> TraversalStats:
+    def traverse_games(self, games: GameBatch, context: TraversalContext) -> None:
         """One traversal from each game of ``games`` (any states, left unchanged)."""
+        context.stats.traversals += games.batch_size
+        self.walk(games, context)
+
+    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+        """The sampler's algorithm: one traversal from each game of ``games``.
+
+        Subclasses implement it and leave ``games`` unchanged (step a clone); rows go
+        through ``context.add_advantage_rows`` / ``add_strategy_rows``, and the decision
+        nodes visited are added to ``context.stats.nodes``.
+        """
         raise NotImplementedError
 
     def utility(
@@ -234,22 +289,3 @@ class Sampler:
         if rows is not None:
             games = games.select(rows)
         return games.returns()[:, traverser] / self.utility_scale
-
-    @staticmethod
-    def add_rows(
-        buffer: ReservoirBuffer,
-        features: torch.Tensor,
-        legal: torch.Tensor,
-        targets: torch.Tensor,
-        iteration: int,
-        stats: TraversalStats,
-        advantage: bool,
-    ) -> None:
-        """``buffer.add`` with its time and row count recorded in ``stats``."""
-        start = time.perf_counter()
-        buffer.add(features, legal, targets, iteration)
-        stats.memory_add_seconds += time.perf_counter() - start
-        if advantage:
-            stats.advantage_rows += len(features)
-        else:
-            stats.strategy_rows += len(features)

@@ -5,7 +5,7 @@ Knows nothing of networks, CFR or Lightning.
 """
 
 from lostcities_cfr.errors import IllegalActionError
-from lostcities_cfr.game.batched import GameBatch, expedition_scores, random_legal_actions
+from lostcities_cfr.game.batched import GameBatch, expedition_scores
 from lostcities_cfr.game.encoding import feature_blocks, feature_size
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import Rules
@@ -19,5 +19,4 @@ __all__ = [
     "expedition_scores",
     "feature_blocks",
     "feature_size",
-    "random_legal_actions",
 ]

@@ -10,6 +10,13 @@ The rules are those of :mod:`lostcities_cfr.game.reference`; differential tests
 (``tests/game/test_differential.py``) replay random games through both engines
 and compare legal masks, features and scores at every step.
 
+Around it: :mod:`lostcities_cfr.game.packed` holds the bit layouts, lookup tables and
+flat offsets of the packed state below, :mod:`lostcities_cfr.game.encoding` the
+encoder that :meth:`GameBatch.encode` calls, and
+:func:`lostcities_cfr.agents.random_actions.random_legal_actions` draws random play.
+This module stays one file of about 500 lines: the state layout, one step of the rules
+and the conversions to and from the reference engine read together.
+
 **Batch-last storage.** State lives with the game index last (``[2, T, B]``):
 every elementwise rule then runs over one contiguous run of B values per
 feature, which CPU vector units and GPU warps both like, and reductions over
@@ -61,177 +68,22 @@ random row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cache, lru_cache
 
 import torch
 
 from lostcities_cfr.errors import IllegalActionError
-from lostcities_cfr.game.encoding import feature_blocks, feature_size
+from lostcities_cfr.game.encoding import encode_batch
+from lostcities_cfr.game.packed import (
+    ACTION8,
+    KNOWN,
+    flat_offsets,
+    lookup_tables,
+    pack_cards,
+    top_ranks,
+    unpack_cards,
+)
 from lostcities_cfr.game.reference import GameState
 from lostcities_cfr.game.rules import Rules
-
-# ``_hand_known`` = hand copies + _KNOWN * public copies: a hand holds at most
-# ``n_wagers`` <= 5 copies of a type, so both counts fit one int8. Public copies are part
-# of the hand, so the value is non-zero exactly when the hand holds the type (legal_mask
-# reads it as it is).
-_KNOWN = 8
-# ``_played``: the wager count in the low _WAGER_BITS bits (n_wagers <= 5), then one bit
-# per rank index 1..R (each number card exists once)
-_WAGER_BITS = 3
-
-
-def _played_dtype(rules: Rules) -> torch.dtype:
-    return torch.int16 if _WAGER_BITS + rules.n_ranks < 16 else torch.int32
-
-
-@dataclass(frozen=True)
-class _Tables:
-    """Constant lookup tensors of one rules variant on one device (batch-last shapes)."""
-
-    play_key: torch.Tensor  # [C, R + 1, 1] int8: 1 for a wager, 2r for rank index r
-    face: torch.Tensor  # [R + 1, 1] int64 face value per rank index
-    rank_index: torch.Tensor  # [R + 1, 1] int8
-    rank_ids: torch.Tensor  # [R + 1] int8: 1..R+1, a rank index plus one as pile_sequence holds it
-    slots: torch.Tensor  # [L + 1, 1] int8: 0..L
-    copies: torch.Tensor  # [T, 1] int8
-    colors: torch.Tensor  # [C, 1] int8
-    discard_ids: torch.Tensor  # [C + 1, 1] int8: 0..C-1 then -1 ("no discard"), as in the features
-    phases: torch.Tensor  # [2, 1] int8: 0, 1
-    # [] int8 operands: a Python scalar in int8 arithmetic takes a slower (unvectorised) path
-    zero: torch.Tensor
-    one: torch.Tensor
-    hand_bits: torch.Tensor  # _KNOWN - 1: ``_hand_known & hand_bits`` is the hand
-    known_shift: torch.Tensor  # log2(_KNOWN): ``_hand_known >> known_shift`` the public copies
-    full_deck: torch.Tensor  # [N] int8, sorted
-    # ``_played`` packs an expedition into one integer: the wagers in the low _WAGER_BITS
-    # bits, then one bit per rank index 1..R; ``played >> shift & mask`` unpacks it
-    played_shift: torch.Tensor  # [R + 1, 1]
-    played_mask: torch.Tensor  # [R + 1, 1]
-    # Per action lookups (integer division is not vectorised on CPU), with one more entry,
-    # action A, that does nothing: step gives it to finished games. The eight int8 effects of
-    # _ACTION8 are packed into one int64, so that a batch decodes with one index_select
-    # (along dim 0: index_select along dim 1 of an [8, A] table was 20 times slower).
-    action_effects: torch.Tensor  # [A + 1] int64
-    action_played: torch.Tensor  # [A + 1]: what a play adds to its ``_played`` entry, 0 otherwise
-
-
-# the int8 fields of _Tables.action_effects: what one action does (0 for the no-op but
-# "discarded")
-_ACTION8 = (
-    "discarded",  # the colour a discard leaves, -1 otherwise
-    "deck",  # 1 for the deck draw
-    "pile",  # 1 for a pile draw
-    "pile_len",  # change of the pile's length: +1 discard, -1 pile draw
-    "hand",  # change of the player's hand at the card taken or given: -1 play/discard, +1 draw
-    "card",  # 1 for play or discard
-    "play_rank",  # rank index of the card played, 0 otherwise
-    "discard_rank",  # rank index of the card discarded, 0 otherwise
-)
-
-
-def _action_kinds(rules: Rules) -> list[tuple[int, int, int]]:
-    """(kind, colour, type) of actions 0..A: kind 0 play, 1 discard, 2 deck, 3 pile, 4 none."""
-    T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
-    cards = [(t // R1, t) for t in range(T)]
-    return [
-        *((0, c, t) for c, t in cards),
-        *((1, c, t) for c, t in cards),
-        (2, 0, 0),
-        *((3, c, c * R1) for c in range(C)),  # a pile draw's type: its colour's wager + the top
-        (4, 0, 0),
-    ]
-
-
-@cache
-def _tables(rules: Rules, device: torch.device) -> _Tables:
-    C, R1, T = rules.n_colors, rules.n_ranks + 1, rules.n_types
-    ranks = torch.arange(T, device=device) % R1
-    # A card is playable iff play_key > 2 * top, where top is the highest rank index in
-    # the expedition (0: empty or wagers only): a number card must beat the top, a wager
-    # (key 1) needs top == 0. One comparison instead of two.
-    play_key = torch.where(ranks == 0, 1, 2 * ranks).to(torch.int8)
-    actions = _action_kinds(rules)
-    fields = {
-        "discarded": [c if k == 1 else -1 for k, c, _ in actions],
-        "deck": [k == 2 for k, _, _ in actions],
-        "pile": [k == 3 for k, _, _ in actions],
-        "pile_len": [(k == 1) - (k == 3) for k, _, _ in actions],
-        "hand": [-1 if k < 2 else int(k < 4) for k, _, _ in actions],
-        "card": [k < 2 for k, _, _ in actions],
-        "play_rank": [t % R1 if k == 0 else 0 for k, _, t in actions],
-        "discard_rank": [t % R1 if k == 1 else 0 for k, _, t in actions],
-    }
-
-    def i8(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.int8, device=device)
-
-    def played(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=_played_dtype(rules), device=device)
-
-    shifts = [0, *range(_WAGER_BITS, _WAGER_BITS + R1 - 1)]  # bit of each rank index
-    effects = i8([[int(v) for v in fields[name]] for name in _ACTION8])  # [8, A + 1]
-    return _Tables(
-        play_key=play_key.view(C, R1, 1),
-        face=torch.tensor([rules.face_value(r) for r in range(R1)], device=device).view(R1, 1),
-        rank_index=torch.arange(R1, device=device, dtype=torch.int8).view(R1, 1),
-        rank_ids=torch.arange(1, R1 + 1, device=device, dtype=torch.int8),
-        slots=torch.arange(rules.pile_capacity + 1, device=device, dtype=torch.int8).view(-1, 1),
-        copies=i8([rules.copies(t) for t in range(T)]).view(T, 1),
-        colors=torch.arange(C, device=device, dtype=torch.int8).view(C, 1),
-        discard_ids=i8([*range(C), -1]).view(C + 1, 1),
-        phases=i8([0, 1]).view(2, 1),
-        zero=torch.zeros((), dtype=torch.int8, device=device),
-        one=torch.ones((), dtype=torch.int8, device=device),
-        hand_bits=torch.tensor(_KNOWN - 1, dtype=torch.int8, device=device),
-        known_shift=torch.tensor(_KNOWN.bit_length() - 1, dtype=torch.int8, device=device),
-        full_deck=torch.tensor(rules.full_deck(), dtype=torch.int8, device=device),
-        played_shift=played(shifts).view(R1, 1),
-        played_mask=played([2**_WAGER_BITS - 1] + [1] * (R1 - 1)).view(R1, 1),
-        action_effects=effects.t().contiguous().view(torch.int64).view(-1),
-        action_played=played([(k == 0) << shifts[t % R1] for k, _, t in actions]),
-    )
-
-
-_feature_blocks = cache(feature_blocks)
-
-
-@dataclass(frozen=True)
-class _Offsets:
-    """Flat-index constants of one batch size: ``row * B + game`` addresses batch-last state.
-
-    int32 (half the bytes of int64, and index_select / index_add_ take it) unless a flat
-    index could overflow it.
-    """
-
-    games: torch.Tensor  # [B]: 0..B-1
-    games64: torch.Tensor  # [B] int64 (scatter_reduce_ takes no other index dtype)
-    # ``row * B`` of the row an action touches (0 where it touches none), by action ([A + 1])
-    pile_row: torch.Tensor  # discard, pile draw: the colour (into [C, B])
-    # ... and by ``turn % 4 * (A + 1) + action`` ([4 * (A + 1)]), where the player matters:
-    hand_row: torch.Tensor  # play, discard: the card; pile draw: the colour's wager ([2, T, B])
-    play_row: torch.Tensor  # int64; play: the colour's expedition (into [2, C, B])
-
-
-@lru_cache(maxsize=16)
-def _offsets(rules: Rules, device: torch.device, B: int) -> _Offsets:
-    T, C, L, N = rules.n_types, rules.n_colors, rules.pile_capacity, rules.deck_size
-    dtype = torch.int32 if max(2 * T, C * L, N) * B < 2**31 else torch.int64
-    actions = _action_kinds(rules)
-
-    def rows(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=dtype, device=device) * B
-
-    games = torch.arange(B, device=device)
-    players = (0, 0, 1, 1)  # the player to move by turn % 4
-    return _Offsets(
-        games=games.to(dtype),
-        games64=games,
-        pile_row=rows([c if k in (1, 3) else 0 for k, c, _ in actions]),
-        hand_row=rows([p * T + t for p in players for _, _, t in actions]),
-        play_row=rows([(p * C + c) * (k == 0) for p in players for k, c, _ in actions]).long(),
-    )
-
 
 _STATE = ("_hand_known", "_played", "_piles", "_pile_len", "_deck", "_top")
 _FLAT = {
@@ -260,11 +112,11 @@ class GameBatch:
                 state[f"_{name}"] = state.pop(name)
         if "_hand_known" not in state and {"_hands", "_known"} <= set(state):
             hands, known = state.pop("_hands"), state.pop("_known")
-            state["_hand_known"] = hands.to(torch.int8) + _KNOWN * known.to(torch.int8)
+            state["_hand_known"] = hands.to(torch.int8) + KNOWN * known.to(torch.int8)
         if "_played" not in state and "_expeditions" in state:
             expeditions = state.pop("_expeditions")
-            state["_played"] = _pack_cards(rules, expeditions)
-            state.setdefault("_top", _top_ranks(rules, expeditions))
+            state["_played"] = pack_cards(rules, expeditions)
+            state.setdefault("_top", top_ranks(rules, expeditions))
         missing = set((*_STATE, *_FLAT)) - set(state) - {"_top"}
         if missing:
             raise ValueError(f"GameBatch needs state tensors {sorted(missing)}")
@@ -278,7 +130,7 @@ class GameBatch:
         state["_pile_len"] = state["_pile_len"].to(torch.int8)
         state.update({name: state[name].to(dtype) for name, dtype in _FLAT.items()})
         if "_top" not in state:
-            state["_top"] = _top_ranks(rules, _unpack_cards(rules, state["_played"]))
+            state["_top"] = top_ranks(rules, unpack_cards(rules, state["_played"]))
         for name in (*_STATE, *_FLAT):
             setattr(self, name, state[name])
 
@@ -303,7 +155,7 @@ class GameBatch:
         order = torch.rand(N, B, generator=generator).argsort(dim=0)  # [N, B] permutations
         # the whole shuffle stays in ``deck``: the first 2H cards are the hands and
         # ``deck_pos`` starts past them, so slot ``deck_pos`` is always the next draw.
-        deck = _tables(rules, torch.device("cpu")).full_deck[order]  # [N, B] int8
+        deck = lookup_tables(rules, torch.device("cpu")).full_deck[order]  # [N, B] int8
         seat = (torch.arange(2 * H) // H * T)[:, None]  # [2H, 1] offset of each dealt card
         hands = torch.zeros(2 * T, B, dtype=torch.int8)
         hands.scatter_add_(0, deck[: 2 * H].long() + seat, torch.ones(2 * H, B, dtype=torch.int8))
@@ -394,12 +246,12 @@ class GameBatch:
     @property
     def hands(self) -> torch.Tensor:
         """[B, 2, T] int8: a copy (stored with the public copies, ``_hand_known``)."""
-        return (self._hand_known % _KNOWN).permute(2, 0, 1)
+        return (self._hand_known % KNOWN).permute(2, 0, 1)
 
     @property
     def expeditions(self) -> torch.Tensor:
         """[B, 2, T] int8: a copy (stored packed per colour, ``_played``)."""
-        return _unpack_cards(self.rules, self._played).permute(2, 0, 1)
+        return unpack_cards(self.rules, self._played).permute(2, 0, 1)
 
     @property
     def piles(self) -> torch.Tensor:
@@ -419,7 +271,7 @@ class GameBatch:
     @property
     def known(self) -> torch.Tensor:
         """[B, 2, T] int8: a copy (stored with the hands, ``_hand_known``)."""
-        return (self._hand_known // _KNOWN).permute(2, 0, 1)
+        return (self._hand_known // KNOWN).permute(2, 0, 1)
 
     # ---- selection (forking traversals) ------------------------------------------------------
     def _map(self, fn: Callable[[torch.Tensor, int], torch.Tensor]) -> GameBatch:
@@ -432,10 +284,6 @@ class GameBatch:
         """A new batch of the games at ``index`` ([K] int64); repeats fork a game."""
         index = torch.as_tensor(index, dtype=torch.int64, device=self.device)
         return self._map(lambda v, dim: v.index_select(dim, index))
-
-    def repeat(self, k: int) -> GameBatch:
-        """Each game repeated ``k`` times in a row ([B * k]): game b becomes rows b*k..b*k+k-1."""
-        return self._map(lambda v, dim: v.repeat_interleave(k, dim=dim))
 
     def clone(self) -> GameBatch:
         return self._map(lambda v, dim: v.clone())
@@ -511,7 +359,7 @@ class GameBatch:
         """
         rules, B = self.rules, self.batch_size
         T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
-        tables = _tables(rules, self.device)
+        tables = lookup_tables(rules, self.device)
         bits = self._turn.to(torch.int8).bitwise_and_(3)  # [B] bit 0: phase, bit 1: player
         active = (~self.done).view(torch.int8)
         draw_turn = bits & active  # [B] 0/1
@@ -553,15 +401,15 @@ class GameBatch:
             raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
         if check:
             self._check(actions)
-        tables = _tables(rules, self.device)
-        offsets = _offsets(rules, self.device, B)
+        tables = lookup_tables(rules, self.device)
+        offsets = flat_offsets(rules, self.device, B)
         games = offsets.games
         active = ~self.done
         # legal actions imply the phase, so the action alone says what happens; finished
         # games (which may pass anything) get the no-op action A (a copy: never the caller's)
         a = actions.to(torch.int32, copy=True).masked_fill_(self.done, rules.n_actions)
         effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
-        effect = effect.view(torch.int8).view(B, len(_ACTION8)).unbind(1)
+        effect = effect.view(torch.int8).view(B, len(ACTION8)).unbind(1)
         discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = (
             effect
         )
@@ -591,7 +439,7 @@ class GameBatch:
         # draw makes one public. Draws read row 0 of their column, and ignore it.
         given = hand_known.index_select(0, torch.addcmul(games, hand_row, card))  # [B] int8
         public = pile_draw - card * (given >> tables.known_shift).clamp_(max=1)  # [B] -1/0/1
-        hand_known.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=_KNOWN))
+        hand_known.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=KNOWN))
         # a play adds its card to the expedition and raises its top (legal plays never lower it)
         played_at = offsets.play_row.index_select(0, player_action) + offsets.games64
         self._played.view(-1).index_add_(0, played_at, tables.action_played.index_select(0, a))
@@ -644,71 +492,9 @@ class GameBatch:
         Built feature-major ([F, B], batch-last like the state); the result is the
         transposed view, which matrix multiplies read without a copy (BLAS takes
         the transpose as a flag). Call ``.contiguous()`` if you need row-major rows.
+        The encoder lives in :func:`lostcities_cfr.game.encoding.encode_batch`.
         """
-        rules, B = self.rules, self.batch_size
-        T, C, R1, L = rules.n_types, rules.n_colors, rules.n_ranks + 1, rules.pile_capacity
-        tables = _tables(rules, self.device)
-        blocks = _feature_blocks(rules)
-        bits = self._turn.to(torch.int8).bitwise_and_(3)  # [B] bit 0: phase, bit 1: player to move
-        to_move = bits >> tables.one
-        viewer = to_move if player is None else player.to(torch.int8)
-        # Every block but two is a small count: build them all in int8 ([F, B]) and convert
-        # once; one-hot blocks come from logical_not of a difference (int8 ``==`` only
-        # vectorises between same-shape tensors).
-        feat = torch.empty(feature_size(rules), B, dtype=torch.int8, device=self.device)
-
-        def block(name: str) -> torch.Tensor:
-            return feat[blocks[name]]
-
-        def viewer_first(state: torch.Tensor, own: torch.Tensor, opponent: torch.Tensor) -> None:
-            """``own`` / ``opponent`` = the viewer's / the other player's row of ``state``.
-
-            Arithmetic select (``s0 + (s1 - s0) * p``): on CPU about five times faster
-            than ``torch.where`` with a broadcast condition.
-            """
-            own_minus_0 = (state[1] - state[0]).mul_(viewer.to(state.dtype))
-            torch.add(state[0], own_minus_0, out=own)
-            torch.sub(state[1], own_minus_0, out=opponent)
-
-        # both expeditions, unpacked from [2, C, B] into their adjacent blocks
-        played = torch.empty_like(self._played)  # [2, C, B] the viewer's first
-        viewer_first(self._played, played[0], played[1])
-        own_and_opp = feat[blocks["own_expeditions"].start : blocks["opp_expeditions"].stop]
-        _unpack_into(tables, played, own_and_opp.view(2, C, R1, B))
-        # the packed hands and public copies: the viewer's hand, the opponent's public copies
-        viewer_first(self._hand_known, block("hand"), block("opp_known"))
-        block("hand").bitwise_and_(tables.hand_bits)
-        block("opp_known").bitwise_right_shift_(tables.known_shift)
-
-        # pile_sequence holds rank index + 1 in the occupied slots, 0 above
-        in_pile = (self._pile_len.view(C, 1, B) - tables.slots).clamp_(0, 1)  # [C, L + 1, B]
-        sequence = block("pile_sequence").view(C, L, B)
-        torch.addcmul(in_pile[:, :L], self._piles.transpose(0, 1), in_pile[:, :L], out=sequence)
-        counts = sequence.view(C, L, 1, B) - tables.rank_ids.view(R1, 1)  # [C, L, R1, B]
-        torch.logical_not(counts, out=counts.view(torch.bool))
-        torch.sum(counts, 1, dtype=torch.int8, out=block("pile_counts").view(C, R1, B))
-        on_top = in_pile[:, :L] - in_pile[:, 1:]  # [C, L, B] 1 at the top slot
-        top = (sequence * on_top).sum(1, dtype=torch.int8).view(C, 1, B)  # 0: empty pile
-        tops = top - tables.rank_ids.view(R1, 1)  # [C, R1, B]
-        torch.logical_not(tops, out=block("pile_tops").view(C, R1, B).view(torch.bool))
-        # unseen = copies - (hand + own + opponent's expeditions + piles) - known opponent cards
-        seen = feat[: 4 * T].view(4, T, B).sum(0, dtype=torch.int8)
-        torch.sub(tables.copies, seen, out=block("unseen")).sub_(block("opp_known"))
-
-        phase = bits & tables.one
-        torch.logical_not(phase - tables.phases, out=block("phase").view(torch.bool))
-        torch.eq(viewer, to_move, out=block("to_move").view(torch.bool).view(B))
-        torch.logical_not(viewer, out=block("seat").view(torch.bool).view(B))
-        discarded = self._discarded - tables.discard_ids  # [C + 1, B]
-        torch.logical_not(discarded, out=block("discarded_color").view(torch.bool))
-
-        out = feat.to(torch.float32)
-        out[blocks["pile_sequence"]] /= R1
-        deck_fraction = out[blocks["deck_fraction"]][0]
-        # (deck_pos - N) / -(N - 2H): the float32 quotient of cards left by cards after the deal
-        torch.sub(self._deck_pos, rules.deck_size, out=deck_fraction)
-        deck_fraction /= 2 * rules.hand_size - rules.deck_size
-        return out.t()
+        return encode_batch(self, player)
 
 
 def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
@@ -719,39 +505,10 @@ def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
     """
     counts = counts.reshape(*counts.shape[:-1], rules.n_colors, rules.n_ranks + 1).long()
     n_cards = counts.sum(-1)
-    face = _tables(rules, counts.device).face.view(-1)
+    face = lookup_tables(rules, counts.device).face.view(-1)
     score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
     score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
     return torch.where(n_cards > 0, score, 0)
-
-
-def _pack_cards(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
-    """[..., C, B] packed expeditions (``_played``) from copies per type [..., T, B]."""
-    C, R1 = rules.n_colors, rules.n_ranks + 1
-    counts = counts.unflatten(-2, (C, R1)).to(_played_dtype(rules))  # [..., C, R1, B]
-    return (counts << _tables(rules, counts.device).played_shift).sum(-2, dtype=counts.dtype)
-
-
-def _unpack_into(tables: _Tables, packed: torch.Tensor, out: torch.Tensor) -> None:
-    """Copies per (colour, rank index) ``out`` [..., C, R + 1, B] of packed sets [..., C, B]."""
-    out.copy_((packed.unsqueeze(-2) >> tables.played_shift).bitwise_and_(tables.played_mask))
-
-
-def _unpack_cards(rules: Rules, packed: torch.Tensor) -> torch.Tensor:
-    """[..., T, B] int8 copies per type of packed sets [..., C, B]."""
-    C, R1 = rules.n_colors, rules.n_ranks + 1
-    shape = (*packed.shape[:-2], C, R1, packed.shape[-1])
-    out = torch.empty(shape, dtype=torch.int8, device=packed.device)
-    _unpack_into(_tables(rules, packed.device), packed, out)
-    return out.flatten(-3, -2)
-
-
-def _top_ranks(rules: Rules, expeditions: torch.Tensor) -> torch.Tensor:
-    """[2, C, B] int8: the highest rank index in each expedition (0: empty or wagers only)."""
-    C, R1 = rules.n_colors, rules.n_ranks + 1
-    rank_index = _tables(rules, expeditions.device).rank_index
-    held = expeditions.clamp_max(1).view(2, C, R1, -1) * rank_index  # rank index of each held
-    return held.amax(dim=2)
 
 
 def _expand_counts(counts: Sequence[int]) -> list[int]:
@@ -761,66 +518,3 @@ def _expand_counts(counts: Sequence[int]) -> list[int]:
 
 def _split_colors(counts: Sequence[int], per_color: int) -> list[Sequence[int]]:
     return [counts[c * per_color : (c + 1) * per_color] for c in range(len(counts) // per_color)]
-
-
-def random_legal_actions(
-    legal: torch.Tensor, generator: torch.Generator | None = None
-) -> torch.Tensor:
-    """[B] int64: a uniformly random legal action per row of ``legal`` ([B, A] bool).
-
-    One 16-bit draw r per row picks the k-th legal action, k = n - 1 - (r * n >> 16)
-    (n legal actions; each k has probability within 2**-16 of 1/n), through a running
-    count, far cheaper than drawing A numbers per row. r is row b's 16 bits of the
-    int64 words ``random_(-2**63, None)`` draws, word b // 4, little-endian: half as
-    many generator calls as ``torch.rand(B)``. Works batch-last (on ``legal.t()``,
-    contiguous for masks from :meth:`GameBatch.legal_mask`), where the count is a sum
-    of rows. Rows with no legal action get action 0.
-    """
-    B, A = legal.shape
-    # int8 counts are enough below 128 actions (classic 106, six colours 127)
-    count_dtype = torch.int8 if A < 128 else torch.int16
-    legal_t = legal.t().contiguous().view(torch.int8)  # [A, B]; ours: no copy
-    if count_dtype != torch.int8:
-        legal_t = legal_t.to(count_dtype)
-    # The running count goes in two levels, so that every call works on whole rows
-    # (``cumsum`` along the action axis is a slow strided scan on CPU): blocks of S
-    # actions, then one-action blocks for the last ``A % S``. Block totals first, then
-    # the count left before each block, then a scan inside the blocks.
-    S = _count_block(A)
-    H, T = A // S, A % S
-    head = legal_t[: H * S].view(H, S, B)
-    G = H + T  # blocks
-    totals = torch.empty(G, B, dtype=count_dtype, device=legal.device)
-    torch.sum(head, 1, dtype=count_dtype, out=totals[:H])
-    if T:
-        totals[H:] = legal_t[H * S :]
-    n_legal = totals.sum(0, dtype=count_dtype)  # [B]
-    # room[g] = k + 1 - (legal actions before block g); k + 1 = n - (r * n >> 16) is 0
-    # in rows with no legal action, so that no action is counted before the pick there
-    room = torch.empty(G, B, dtype=count_dtype, device=legal.device)
-    rooms, block_totals = room.unbind(0), totals.unbind(0)
-    words = torch.empty((B + 3) // 4, dtype=torch.int64, device=legal.device)
-    words.random_(-(2**63), None, generator=generator)
-    r = words.view(torch.uint16)[:B].to(torch.int32)  # [B] uniform on 0..65535
-    # r * n < 2**23 (2**31 for int16 counts): bits 16.. of it, read as a strided view
-    # of its bytes (little-endian, as on every platform torch ships for), are
-    # r * n >> 16 without a shift and a conversion
-    size = n_legal.element_size()
-    torch.sub(n_legal, (r * n_legal).view(count_dtype)[2 // size :: 4 // size], out=rooms[0])
-    for g in range(1, G):
-        torch.sub(rooms[g - 1], block_totals[g - 1], out=rooms[g])
-    # left[a] = k + 1 - (legal actions up to a): >= 1 exactly for the actions before the pick
-    left = torch.empty(A, B, dtype=count_dtype, device=legal.device)
-    if T:
-        torch.sub(room[H:], legal_t[H * S :], out=left[H * S :])
-    before = room[:H]
-    for head_s, left_s in zip(head.unbind(1), left[: H * S].view_as(head).unbind(1), strict=True):
-        before = torch.sub(before, head_s, out=left_s)
-    # the (k+1)-th legal action's index = how many actions come before it (0 if none)
-    return left.clamp_(0, 1).sum(0, dtype=count_dtype).long()
-
-
-@cache
-def _count_block(A: int) -> int:
-    """The block size S of random_legal_actions: fewest calls (S scan steps, one per block)."""
-    return min(range(1, A + 1), key=lambda S: S + A // S + A % S)

@@ -1,6 +1,6 @@
 """The reference engine: one game of Lost Cities in plain Python.
 
-It follows the rules page line by line and is written to be read, not to be fast:
+It follows the rules page (``docs/rules.md``) line by line and is written to be read, not to be fast:
 tests hold the batched engine equal to it, people play against agents through it,
 and the exact exploitability check of tiny variants walks its game tree.
 

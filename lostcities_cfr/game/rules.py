@@ -1,4 +1,4 @@
-"""The rules configuration of Lost Cities (see ``docs/rules`` in the shared rules page).
+"""The rules configuration of Lost Cities (the rules page: ``docs/rules.md``).
 
 Every number of the game is a field here, so small variants used by tests and by
 exact exploitability run on the same engines as the classic game. The derived
@@ -9,6 +9,8 @@ them by hand.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+
+from lostcities_cfr.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,28 @@ class Rules:
         )
 
     # ---- presets -------------------------------------------------------------------------
+    @classmethod
+    def presets(cls) -> tuple[str, ...]:
+        """The names of the preset variants, as configs and command lines spell them."""
+        return tuple(_PRESETS)
+
+    @classmethod
+    def preset(cls, name: str) -> Rules:
+        """The preset variant called ``name`` (one of :meth:`presets`).
+
+        Raises:
+            ConfigError: ``name`` is not a preset (names the value and the choices).
+        """
+        if name not in _PRESETS:
+            raise ConfigError(
+                f"unknown rules preset {name!r}; expected one of {list(cls.presets())}"
+            )
+        return _PRESETS[name]()
+
+    def preset_name(self) -> str:
+        """The preset these rules equal (``classic``...), or ``custom``."""
+        return next((name for name in _PRESETS if Rules.preset(name) == self), "custom")
+
     @classmethod
     def classic(cls) -> Rules:
         """The classic game: 5 colours, cards 2..10, 3 wagers each, 60 cards."""
@@ -166,6 +190,8 @@ class Rules:
             return "draw deck"
         return f"draw pile {COLOR_LETTERS[action - 2 * T - 1]}"
 
+
+_PRESETS = {"classic": Rules.classic, "six-colors": Rules.six_colors, "tiny": Rules.tiny}
 
 COLOR_LETTERS = "RGBWYPOC"  # red, green, blue, white, yellow, purple (2019), spares for variants
 COLOR_NAMES = ("red", "green", "blue", "white", "yellow", "purple", "orange", "cyan")

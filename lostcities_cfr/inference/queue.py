@@ -1,12 +1,10 @@
 """One batched, in-process queue for every network query made outside training.
 
-Why it exists: the earlier system sent each traversal's queries to a central
-inference server. Every traversal blocked on its own call, the server saw a
-mean batch of about 7 rows, and the server made traversal about 5x slower.
-Here the walkers are a tensor batch, so at each step the sampler submits the
-queries of all of them (one :meth:`InferenceQueue.submit` per network, or
-several) and one :meth:`InferenceQueue.flush` runs ONE forward per network
-over every row submitted since the last flush.
+The walkers of a traversal are a tensor batch, so at each step the sampler
+submits the queries of all of them (one :meth:`InferenceQueue.submit` per
+network, or several) and one :meth:`InferenceQueue.flush` runs ONE forward per
+network over every row submitted since the last flush: a network sees batches
+of thousands of rows rather than one query per walker.
 
 Each network is registered with a *head* ``head(outputs [n, A], legal [n, A]
 bool) -> [n, A]`` that turns raw outputs into what the caller needs (regret
@@ -87,10 +85,6 @@ class Ticket:
         self.n_rows = n_rows
         self.device = device
         self._result: torch.Tensor | None = None
-
-    @property
-    def done(self) -> bool:
-        return self._result is not None
 
     def result(self) -> torch.Tensor:
         """The head's output [n, A] for the submitted rows; flushes the queue if needed."""

@@ -36,29 +36,28 @@ from pytorch_lightning.trainer.states import TrainerFn
 from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
-from lostcities_cfr.arena import RULE_PRESETS, EvaluationResult, evaluate
+from lostcities_cfr.arena import EvaluationResult
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import exploitability, game_tree, uniform_policy
+from lostcities_cfr.cfr.exploitability import exploitability, game_tree
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
-from lostcities_cfr.cfr.regret_matching import regret_matching
+from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
-from lostcities_cfr.cfr.traversal import Sampler, TraversalStats
+from lostcities_cfr.cfr.traversal import (
+    ADVANTAGE_NETWORKS,
+    STRATEGY_NETWORK,
+    Sampler,
+    TraversalContext,
+    TraversalStats,
+)
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
-from lostcities_cfr.training.agents import policy_agent
+from lostcities_cfr.training import metrics
+from lostcities_cfr.training.agents import POLICIES, policy_agent
+from lostcities_cfr.training.evaluation import evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
 PLAYERS = (0, 1)
-
-
-def uniform_strategy(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """The queue head of an untrained advantage network: uniform over the legal actions.
-
-    CFR's first iteration plays uniformly; a freshly initialised network's outputs are
-    small noise, and regret matching on noise would play its largest entry.
-    """
-    return uniform_policy(outputs, legal)
 
 
 class DeepCFR(pl.LightningModule):
@@ -172,6 +171,8 @@ class DeepCFR(pl.LightningModule):
         last = last_iteration is not None and self.iteration == last_iteration
         return self.iteration % self.hparams.strategy_every == 0 or last
 
+    policies = POLICIES
+
     def agent(
         self, policy: str = "average", greedy: bool = False, seed: int | None = None
     ) -> Agent:
@@ -247,30 +248,19 @@ class DeepCFR(pl.LightningModule):
         if head is not self._queue_head:
             # Only when the head changes: a compiled queue handle belongs to one
             # registration, so registering every iteration would compile every iteration.
-            for p in PLAYERS:
-                self.queue.register(f"advantage_{p}", self.advantage_nets[p], head)
-            self.queue.register("strategy", self.strategy_net, masked_softmax)
+            for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
+                self.queue.register(name, net, head)
+            self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
         self.queue.reset_stats()
         n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
-        start = time.perf_counter()
         with torch.no_grad():
             stats = [
-                self.sampler.traverse(
-                    self.rules,
-                    p,
-                    n_traversals,
-                    self.iteration,
-                    self.queue,
-                    self.advantage_buffers[p],
-                    self.strategy_buffer,
-                    self.traversal_generator,
-                )
-                for p in PLAYERS
+                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in PLAYERS
             ]
-        seconds = time.perf_counter() - start
+        seconds = sum(s.seconds for s in stats)
         queue = self.queue.stats()
         nodes = sum(s.nodes for s in stats)
         self.iteration_metrics = {
@@ -280,21 +270,40 @@ class DeepCFR(pl.LightningModule):
             "traversal/nodes": float(nodes),
             "traversal/nodes_per_s": nodes / seconds if seconds > 0 else 0.0,
             "inference/mean_batch": queue["mean_batch"],
-            "buffer/advantage_p0": float(len(self.advantage_buffers[0])),
-            "buffer/advantage_p1": float(len(self.advantage_buffers[1])),
-            "buffer/strategy": float(len(self.strategy_buffer)),
+            **{
+                metrics.buffer_rows(name): float(len(buffer))
+                for name, buffer in self.row_buffers().items()
+            },
             "time/advantage_train_s": 0.0,
             "time/strategy_train_s": 0.0,
         }
         self._call_callbacks("on_traversal_end")
         return stats
 
+    def row_buffers(self) -> dict[str, ReservoirBuffer]:
+        """Every buffer of training rows, by the name its metrics use."""
+        buffers = dict(zip(ADVANTAGE_NETWORKS, self.advantage_buffers, strict=True))
+        buffers[STRATEGY_NETWORK] = self.strategy_buffer
+        return buffers
+
+    def traversal_context(self, traverser: int) -> TraversalContext:
+        """What the sampler works with in ``traverser``'s traversal epoch of this iteration."""
+        return TraversalContext(
+            rules=self.rules,
+            traverser=traverser,
+            iteration=self.iteration,
+            queue=self.queue,
+            advantage_buffer=self.advantage_buffers[traverser],
+            strategy_buffer=self.strategy_buffer,
+            generator=self.traversal_generator,
+        )
+
     def training_step(self, step: int, batch_idx: int) -> None:
         optimizers = self.optimizers()
         if batch_idx < self.hparams.advantage_updates:
             for p in PLAYERS:
                 self._update(
-                    f"advantage_p{p}",
+                    ADVANTAGE_NETWORKS[p],
                     self.advantage_nets[p],
                     optimizers[p],
                     self.advantage_buffers[p],
@@ -302,7 +311,11 @@ class DeepCFR(pl.LightningModule):
                 )
         if self.trains_strategy and batch_idx < self.hparams.strategy_updates:
             self._update(
-                "strategy", self.strategy_net, optimizers[2], self.strategy_buffer, strategy_loss
+                STRATEGY_NETWORK,
+                self.strategy_net,
+                optimizers[2],
+                self.strategy_buffer,
+                strategy_loss,
             )
 
     def _update(
@@ -328,26 +341,26 @@ class DeepCFR(pl.LightningModule):
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
         optimizer.step()
         value = loss.item()  # also waits for the device, so the time below is the update's
-        kind = "strategy" if name == "strategy" else "advantage"
+        kind = "strategy" if name == STRATEGY_NETWORK else "advantage"
         self._train_seconds[kind] += time.perf_counter() - start
         self._loss_sums[name] = self._loss_sums.get(name, 0.0) + value
         self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
         # Kept current after every update: callbacks read these in on_train_epoch_end,
         # which Lightning calls before the module's own hook.
-        self.iteration_metrics[f"loss/{name}"] = self._loss_sums[name] / self._loss_counts[name]
-        self.iteration_metrics[f"time/{kind}_train_s"] = self._train_seconds[kind]
+        self.iteration_metrics[metrics.loss(name)] = self._loss_sums[name] / self._loss_counts[name]
+        self.iteration_metrics[metrics.phase_seconds(f"{kind}_train")] = self._train_seconds[kind]
 
     def on_train_epoch_end(self) -> None:
         every = self.hparams.exploitability_every
         if every and self.iteration % every == 0:
             self.iteration_metrics.update(self.exploitability_metrics())
-        self.log("iteration", float(self.iteration))
+        self.log(metrics.ITERATION, float(self.iteration))
         self.log_dict(self.iteration_metrics)
 
     def exploitability_metrics(self) -> dict[str, float]:
         """``exploitability`` of the average strategy, also as a share of the uniform policy's."""
         if self._uniform_exploitability is None:
-            self._uniform_exploitability = exploitability(self.rules, uniform_policy)
+            self._uniform_exploitability = exploitability(self.rules, uniform_strategy)
         value = exploitability(self.rules, self.average_policy)
         return {
             "exploitability": value,
@@ -361,28 +374,24 @@ class DeepCFR(pl.LightningModule):
         result = self.evaluate_average(games)
         self.print(result.format_table())
         # Lightning has counted the last epoch as completed: current_epoch is its iteration.
-        metrics = {"iteration": float(self.current_epoch), **_eval_metrics("average", result)}
+        final = {metrics.ITERATION: float(self.current_epoch), **self._final_metrics(result)}
         for logger in self.loggers:
-            logger.log_metrics(metrics, step=self.trainer.global_step)
+            logger.log_metrics(final, step=self.trainer.global_step)
 
     # ---- validate: one evaluation of the average strategy -------------------------------------
     def validation_step(self, batch: int, batch_idx: int) -> None:
         result = self.evaluate_average(self.hparams.final_eval_games or 1000)
         self.print(result.format_table())
-        self.log_dict(_eval_metrics("average", result), batch_size=1)
+        self.log_dict(self._final_metrics(result), batch_size=1)
 
     def evaluate_average(self, games: int) -> EvaluationResult:
         """The average strategy against ``eval_opponent`` in ``games`` duplicate games."""
-        seed = self.hparams.seed
-        opponent = agent_from_spec(self.hparams.eval_opponent, seed=2 * seed + 2)
-        return evaluate(
-            self.agent("average", seed=2 * seed + 1),
-            opponent,
-            games,
-            rules=self.rules,
-            seed=seed,
-            device=self.device,
+        return evaluate_policy(
+            self, "average", self.hparams.eval_opponent, games, self.hparams.seed
         )
+
+    def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:
+        return metrics.eval_metrics("average", self.hparams.eval_opponent, result)
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -455,27 +464,13 @@ class DeepCFR(pl.LightningModule):
                 method(self.trainer, self)
 
 
-def _eval_metrics(policy: str, result: EvaluationResult) -> dict[str, float]:
-    """``eval/<policy>/<opponent>/...`` metrics of one evaluation (design page names)."""
-    prefix = f"eval/{policy}/{result.opponent}"
-    rounds = result.rounds
-    return {
-        f"{prefix}/win_rate": rounds.win_rate,
-        f"{prefix}/win_rate_ci_low": rounds.win_rate_ci[0],
-        f"{prefix}/win_rate_ci_high": rounds.win_rate_ci[1],
-        f"{prefix}/score_diff": rounds.score_diff,
-    }
-
-
 def _resolve_rules(rules: str | Rules) -> Rules:
     if isinstance(rules, Rules):
         return rules
-    if rules not in RULE_PRESETS:
-        raise ConfigError(
-            f"DeepCFR rules={rules!r}: unknown preset; expected one of {sorted(RULE_PRESETS)} "
-            "or a Rules mapping of its fields"
-        )
-    return RULE_PRESETS[rules]()
+    try:
+        return Rules.preset(rules)
+    except ConfigError as error:
+        raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
 def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:

@@ -14,9 +14,10 @@ from lostcities_cfr.agents import (
     NoisyAgent,
     RandomAgent,
     act_single,
+    random_legal_actions,
 )
 from lostcities_cfr.cfr import masked_softmax, regret_matching
-from lostcities_cfr.game import GameBatch, GameState, Rules, feature_size, random_legal_actions
+from lostcities_cfr.game import GameBatch, GameState, Rules, feature_size
 
 RULES = {"classic": Rules.classic(), "six_colors": Rules.six_colors(), "tiny": Rules.tiny()}
 

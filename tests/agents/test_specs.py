@@ -1,8 +1,8 @@
 """Agent spec strings: every documented form builds the right agent, and every malformed one
 fails with an AgentSpecError that says what was wrong."""
 
+import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -85,60 +85,6 @@ def test_bad_specs_fail_with_a_clear_error(spec, message):
     assert message in str(error.value)
 
 
-@pytest.fixture
-def checkpoint_file(tmp_path):
-    path = tmp_path / "run:1" / "last.ckpt"  # a ':' inside the path must survive parsing
-    path.parent.mkdir()
-    path.write_bytes(b"")
-    return path
-
-
-@pytest.fixture
-def fake_checkpoint_module(monkeypatch):
-    """Stands in for lostcities_cfr.training.checkpoint; records load_agent's arguments."""
-    calls = []
-
-    def load_agent(path, policy, greedy, seed):
-        calls.append({"path": path, "policy": policy, "greedy": greedy, "seed": seed})
-        return RandomAgent(seed)
-
-    module = types.ModuleType("lostcities_cfr.training.checkpoint")
-    module.load_agent = load_agent
-    monkeypatch.setitem(sys.modules, "lostcities_cfr.training.checkpoint", module)
-    return calls
-
-
-@pytest.mark.parametrize(
-    ("suffix", "policy", "greedy"),
-    [
-        ("", "average", False),
-        (":average", "average", False),
-        (":current", "current", False),
-        (":current:greedy", "current", True),
-        (":greedy", "average", True),
-    ],
-)
-def test_checkpoint_specs_parse_path_policy_and_greedy(
-    checkpoint_file, fake_checkpoint_module, suffix, policy, greedy
-):
-    agent = agent_from_spec(f"ckpt:{checkpoint_file}{suffix}", seed=4)
-    assert fake_checkpoint_module == [
-        {"path": str(checkpoint_file), "policy": policy, "greedy": greedy, "seed": 4}
-    ]
-    assert agent.name == f"ckpt:{checkpoint_file}{suffix}"
-
-
-def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_checkpoint_module):
-    with pytest.raises(AgentSpecError, match="one of :average and :current"):
-        agent_from_spec(f"ckpt:{checkpoint_file}:average:current")
-
-
-def test_checkpoint_spec_says_when_checkpoint_loading_is_missing(checkpoint_file, monkeypatch):
-    monkeypatch.setitem(sys.modules, "lostcities_cfr.training.checkpoint", None)
-    with pytest.raises(AgentSpecError, match="checkpoint agents are not available"):
-        agent_from_spec(f"ckpt:{checkpoint_file}")
-
-
 def test_registered_kinds_build_agents_and_appear_in_the_help(monkeypatch):
     monkeypatch.setattr("lostcities_cfr.agents.specs._KINDS", dict(agent_kinds()))
     register_agent_kind(
@@ -161,3 +107,32 @@ def test_docs_describe_every_kind_and_preset():
         assert f"`{name}" in text
     for preset in HEURISTIC_PRESETS:
         assert f"heuristic:{preset}" in text
+
+
+def test_importing_the_agent_layer_does_not_import_training():
+    code = (
+        "import sys, lostcities_cfr.agents; "
+        "print(sorted(m for m in sys.modules if m.startswith('lostcities_cfr.training')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_checkpoint_specs_work_before_the_training_layer_is_imported(tmp_path):
+    """The top-level package's stand-in imports training on the first ``ckpt:`` spec."""
+    missing = str(tmp_path / "none.ckpt")
+    code = f"""
+import sys
+from lostcities_cfr.agents import agent_from_spec
+assert "lostcities_cfr.training" not in sys.modules
+try:
+    agent_from_spec({"ckpt:" + missing!r})
+except Exception as error:
+    print(type(error).__name__, error)
+print("lostcities_cfr.training.checkpoint" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        f"AgentSpecError agent spec 'ckpt:{missing}': no checkpoint file at {missing!r}",
+        "True",
+    ]

@@ -2,8 +2,9 @@ import pytest
 from tiny_runs import EVAL_SUFFIXES, fit, read_csv_metrics, tiny_model
 
 from lostcities_cfr.callbacks import PeriodicEvaluation
-from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS, eval_prefix
+from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS
 from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.training.metrics import eval_prefix
 
 
 @pytest.fixture(scope="module")
@@ -80,13 +81,18 @@ def test_opponent_paths_keep_the_metric_tree_three_levels_deep():
         {"every_n_iterations": 0},
         {"games": 0},
         {"opponents": []},
-        {"policies": ["average", "best"]},
         {"policies": []},
     ],
 )
 def test_unworkable_settings_are_refused(arguments):
     with pytest.raises(ConfigError):
         PeriodicEvaluation(**arguments)
+
+
+def test_a_policy_the_model_does_not_play_is_refused_at_setup():
+    evaluation = PeriodicEvaluation(policies=["average", "best"])
+    with pytest.raises(ConfigError, match="best"):
+        evaluation.setup(None, tiny_model(), "fit")
 
 
 def test_a_bad_opponent_spec_fails_before_training(tmp_path):

@@ -12,7 +12,7 @@ from pytorch_lightning.loggers import CSVLogger, Logger
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.training import DeepCFR
 
-# The design page's metric names (docs/architecture.md, "Names of logged metrics").
+# The logged metric names (docs/architecture.md, "Logged metrics").
 DESIGN_METRICS = (
     "time/iteration_s",
     "time/traversal_s",

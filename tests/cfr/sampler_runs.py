@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import torch
 from traversal_reference import (
     TINY,
     CountingQueue,
@@ -12,6 +11,7 @@ from traversal_reference import (
     advance,
     assert_unbiased,
     buffers,
+    context,
     make_queue,
     repeated,
     rows_at,
@@ -38,10 +38,9 @@ def run_from(
     """
     queue = make_queue(MIXED_HEADS)
     advantage, strategy = buffers(capacity)
-    stats = sampler.traverse_games(
-        repeated(root, n), 0, 1, queue, advantage, strategy, torch.Generator().manual_seed(seed)
-    )
-    return stats, advantage, strategy, queue
+    ctx = context(queue, advantage, strategy, seed=seed)
+    sampler.traverse_games(repeated(root, n), ctx)
+    return ctx.stats, advantage, strategy, queue
 
 
 def second_decisions(root: GameState) -> Iterator[GameState]:

@@ -7,19 +7,26 @@ from sampler_runs import (
     run_from,
     second_decisions,
 )
-from traversal_reference import TINY, buffers, held, make_queue, rows_at, uniform_head
+from traversal_reference import TINY, buffers, context, held, make_queue, rows_at
 
+from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
 
 
+def node_bound(sampler: BudgetedSampling, rules: Rules) -> int:
+    """The most decision nodes one traversal can visit (``docs/algorithms.md``, "Cost"):
+    ``L (1 + max_branches * b)``, with rounds of at most ``L = max_turns`` decisions and at
+    most ``b = max(2 * hand_size, 1 + n_colors)`` legal actions at a node."""
+    b = max(2 * rules.hand_size, 1 + rules.n_colors)
+    return rules.max_turns * (1 + sampler.max_branches * b)
+
+
 def traverse(sampler, n=300, heads=MIXED_HEADS, rules=TINY, seed=0):
     queue = make_queue(heads, rules=rules)
     advantage, strategy = buffers(rules=rules)
-    stats = sampler.traverse(
-        rules, 0, n, 1, queue, advantage, strategy, torch.Generator().manual_seed(seed)
-    )
+    stats = sampler.traverse(context(queue, advantage, strategy, seed=seed, rules=rules), n)
     return stats, advantage, strategy, queue
 
 
@@ -39,7 +46,7 @@ def test_cost_per_traversal_stays_within_the_bound(branch_prob):
     sampler = BudgetedSampling(branch_prob=branch_prob, max_branches=1)
     stats, _, _, queue = traverse(sampler)
     assert stats.nodes == queue.stats()["rows"]
-    assert stats.nodes <= stats.traversals * sampler.node_bound(TINY)
+    assert stats.nodes <= stats.traversals * node_bound(sampler, TINY)
     assert stats.advantage_rows <= stats.traversals * sampler.max_branches
     if branch_prob == 1.0:  # the traverser's first node always branches
         assert stats.advantage_rows == stats.traversals
@@ -48,7 +55,7 @@ def test_cost_per_traversal_stays_within_the_bound(branch_prob):
 def test_rows_are_well_formed_and_each_step_submits_once_per_network():
     # Uniform strategies: every regret row sums to 0 over its legal actions.
     stats, advantage, strategy, queue = traverse(
-        BudgetedSampling(branch_prob=0.5), heads=(uniform_head, uniform_head)
+        BudgetedSampling(branch_prob=0.5), heads=(uniform_strategy, uniform_strategy)
     )
     assert stats.traversals == 300
     assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
@@ -67,9 +74,9 @@ def test_full_size_rounds_finish_within_the_bound():
     classic = Rules.classic()
     sampler = BudgetedSampling(walkers=2, branch_prob=0.1, max_branches=1)
     stats, advantage, _, _ = traverse(
-        sampler, n=2, heads=(uniform_head, uniform_head), rules=classic
+        sampler, n=2, heads=(uniform_strategy, uniform_strategy), rules=classic
     )
-    assert 0 < stats.nodes <= 2 * sampler.node_bound(classic)
+    assert 0 < stats.nodes <= 2 * node_bound(sampler, classic)
     _, legal, regrets = held(advantage)
     assert not regrets[~legal].any()
 

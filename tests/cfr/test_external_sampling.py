@@ -7,6 +7,7 @@ from traversal_reference import (
     advance,
     argmax_head,
     buffers,
+    context,
     held,
     make_queue,
     rows_at,
@@ -52,15 +53,9 @@ def test_rows_equal_the_exact_regrets_and_strategies_of_a_recursive_reference(tr
     states = mixed_states()
     queue = make_queue(tuple(heads))
     advantage, strategy = buffers()
-    stats = ExternalSampling().traverse_games(
-        GameBatch.from_states(states),
-        traverser,
-        3,
-        queue,
-        advantage,
-        strategy,
-        torch.Generator().manual_seed(0),
-    )
+    ctx = context(queue, advantage, strategy, traverser=traverser, iteration=3)
+    ExternalSampling().traverse_games(GameBatch.from_states(states), ctx)
+    stats = ctx.stats
 
     reference = ExactTree(make_queue(tuple(heads)), traverser)
     for state in states:
@@ -78,12 +73,7 @@ def test_rows_equal_the_exact_regrets_and_strategies_of_a_recursive_reference(tr
 def test_each_step_submits_once_per_network_and_flushes_once():
     queue = make_queue(MIXED_HEADS)
     ExternalSampling().traverse_games(
-        GameBatch.from_states(mixed_states()),
-        0,
-        1,
-        queue,
-        *buffers(),
-        torch.Generator().manual_seed(0),
+        GameBatch.from_states(mixed_states()), context(queue, *buffers())
     )
     assert all(len(names) == len(set(names)) for names in queue.flushes)
     assert any(len(names) == 2 for names in queue.flushes)  # the mixed batch needs both nets
@@ -102,9 +92,7 @@ def test_traverse_deals_games_and_its_rows_are_well_formed():
     queue = make_queue(MIXED_HEADS)
     advantage, strategy = buffers()
     sampler = ExternalSampling(walkers=40)
-    stats = sampler.traverse(
-        TINY, 1, 100, 2, queue, advantage, strategy, torch.Generator().manual_seed(0)
-    )
+    stats = sampler.traverse(context(queue, advantage, strategy, traverser=1, iteration=2), 100)
     assert stats.traversals == 100
     assert stats.nodes == queue.stats()["rows"]
     assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
@@ -121,14 +109,7 @@ def test_the_same_generator_seed_gives_the_same_rows():
     for _ in range(2):
         advantage, strategy = buffers()
         ExternalSampling(walkers=16).traverse(
-            TINY,
-            0,
-            32,
-            1,
-            make_queue(MIXED_HEADS),
-            advantage,
-            strategy,
-            torch.Generator().manual_seed(7),
+            context(make_queue(MIXED_HEADS), advantage, strategy, seed=7), 32
         )
         rows.append(held(advantage) + held(strategy))
     for a, b in zip(*rows, strict=True):
@@ -138,29 +119,16 @@ def test_the_same_generator_seed_gives_the_same_rows():
 def test_traversal_leaves_the_given_games_unchanged():
     games = GameBatch.from_states(mixed_states())
     before = games.clone()
-    ExternalSampling().traverse_games(
-        games,
-        0,
-        1,
-        make_queue(MIXED_HEADS),
-        *buffers(),
-        torch.Generator().manual_seed(0),
-    )
+    ExternalSampling().traverse_games(games, context(make_queue(MIXED_HEADS), *buffers()))
     assert torch.equal(games.turn, before.turn) and torch.equal(games.hands, before.hands)
 
 
 def test_a_frontier_beyond_max_frontier_is_refused():
     classic = Rules.classic()
     with pytest.raises(ConfigError, match="max_frontier"):
-        ExternalSampling(walkers=2, max_frontier=2000).traverse(
-            classic,
-            0,
-            2,
-            1,
-            make_queue(MIXED_HEADS, rules=classic),
-            *buffers(1000, rules=classic),
-            torch.Generator().manual_seed(0),
-        )
+        queue = make_queue(MIXED_HEADS, rules=classic)
+        ctx = context(queue, *buffers(1000, rules=classic), rules=classic)
+        ExternalSampling(walkers=2, max_frontier=2000).traverse(ctx, 2)
 
 
 @pytest.mark.parametrize(

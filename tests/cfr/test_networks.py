@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from lostcities_cfr.cfr import NetworkConfig, PolicyMLP, masked_advantages, masked_softmax
+from lostcities_cfr.cfr import NetworkConfig, PolicyMLP, masked_softmax
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
 
@@ -85,13 +85,6 @@ def test_reset_parameters_draws_new_weights():
     before = [p.clone() for p in net.parameters()]
     net.reset_parameters()
     assert not torch.equal(before[0], net.hidden[0][0].weight)
-
-
-def test_masked_advantages_zero_illegal_entries_and_keep_legal_ones():
-    outputs = torch.tensor([[1.5, -2.0, 3.0], [4.0, 5.0, -6.0]])
-    legal = torch.tensor([[True, False, True], [False, False, False]])
-    expected = torch.tensor([[1.5, 0.0, 3.0], [0.0, 0.0, 0.0]])
-    assert torch.equal(masked_advantages(outputs, legal), expected)
 
 
 def test_masked_softmax_is_the_softmax_over_legal_actions_only():

@@ -13,6 +13,7 @@ from traversal_reference import (
     advance,
     assert_unbiased,
     buffers,
+    context,
     held,
     make_queue,
     rows_at,
@@ -89,6 +90,6 @@ def test_huge_weights_of_long_rounds_stay_finite_and_clipped():
     queue = make_queue(MIXED_HEADS, rules=rules)
     advantage, strategy = buffers(rules=rules)
     sampler = OutcomeSampling(walkers=8, reach_weighted=True, target_clip=1e4)
-    sampler.traverse(rules, 0, 8, 1, queue, advantage, strategy, torch.Generator().manual_seed(0))
+    sampler.traverse(context(queue, advantage, strategy, rules=rules), 8)
     _, _, regrets = held(advantage)
     assert torch.isfinite(regrets).all() and regrets.abs().max() == 1e4

@@ -162,15 +162,6 @@ def test_loading_a_state_of_another_capacity_is_refused():
         ReservoirBuffer(40, F, A).load_state_dict(state)
 
 
-def test_clear_empties_the_buffer_and_refills_from_slot_zero():
-    buffer = ReservoirBuffer(5, F, A)
-    buffer.add(**rows(0, 20))
-    buffer.clear()
-    assert len(buffer) == 0 and buffer.n_seen == 0
-    buffer.add(**rows(100, 102))
-    assert buffer.iteration[:2].tolist() == [100, 101]
-
-
 def test_memory_bytes_counts_the_compact_dtypes():
     buffer = ReservoirBuffer(1000, F, A)
     assert buffer.memory_bytes == 1000 * (F * 2 + A * 1 + A * 2 + 4)

@@ -1,8 +1,7 @@
 import pytest
 import torch
-from traversal_reference import TINY, advance, argmax_head, buffers, linear_net, make_queue
+from traversal_reference import TINY, advance, argmax_head, buffers, context, linear_net, make_queue
 
-from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.traversal import (
     TraversalStats,
     current_strategies,
@@ -39,7 +38,7 @@ def test_current_strategies_send_each_players_rows_to_its_own_network():
     queue = make_queue((argmax_head, argmax_head), seeds=(1, 2))
     legal, features = games.legal_mask(), games.encode()
     sigma = current_strategies(queue, games, features, legal)
-    assert queue.flushes == [["advantage_0", "advantage_1"]]
+    assert queue.flushes == [["advantage_p0", "advantage_p1"]]
     for p, seed in enumerate((1, 2)):
         rows = games.current_player == p
         assert rows.any()
@@ -56,12 +55,4 @@ def test_stats_add_up():
 
 def test_traverser_must_be_0_or_1():
     with pytest.raises(ValueError, match="traverser"):
-        ExternalSampling().traverse(
-            TINY,
-            2,
-            1,
-            1,
-            make_queue((argmax_head, argmax_head)),
-            *buffers(),
-            torch.Generator().manual_seed(0),
-        )
+        context(make_queue((argmax_head, argmax_head)), *buffers(), traverser=2)

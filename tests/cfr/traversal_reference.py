@@ -7,15 +7,12 @@ import torch
 from torch import nn
 
 from lostcities_cfr.cfr import ReservoirBuffer
+from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, TraversalContext
 from lostcities_cfr.game import GameBatch, GameState, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 
 TINY = Rules.tiny()
 F, A = feature_size(TINY), TINY.n_actions
-
-
-def uniform_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    return legal / legal.sum(1, keepdim=True).clamp(min=1)
 
 
 def argmax_head(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -53,7 +50,7 @@ def make_queue(heads: tuple, seeds: tuple[int, int] = (1, 2), rules: Rules = TIN
     """A queue with ``advantage_p`` = ``heads[p]`` over ``linear_net(seeds[p])``."""
     queue = CountingQueue()
     for p in range(2):
-        queue.register(f"advantage_{p}", linear_net(seeds[p], rules), heads[p])
+        queue.register(ADVANTAGE_NETWORKS[p], linear_net(seeds[p], rules), heads[p])
     return queue
 
 
@@ -64,6 +61,27 @@ def buffers(capacity: int = 200_000, rules: Rules = TINY) -> tuple[ReservoirBuff
             capacity, feature_size(rules), rules.n_actions, target_dtype=torch.float32, seed=s
         )
         for s in range(2)
+    )
+
+
+def context(
+    queue: InferenceQueue,
+    advantage: ReservoirBuffer,
+    strategy: ReservoirBuffer,
+    traverser: int = 0,
+    iteration: int = 1,
+    seed: int = 0,
+    rules: Rules = TINY,
+) -> TraversalContext:
+    """The traversal context of one epoch over these buffers; ``seed`` seeds its generator."""
+    return TraversalContext(
+        rules=rules,
+        traverser=traverser,
+        iteration=iteration,
+        queue=queue,
+        advantage_buffer=advantage,
+        strategy_buffer=strategy,
+        generator=torch.Generator().manual_seed(seed),
     )
 
 
@@ -87,7 +105,7 @@ def tensor_rows(states: list[GameState], rules: Rules = TINY) -> tuple[torch.Ten
 def strategy(queue: InferenceQueue, state: GameState) -> torch.Tensor:
     """The queue's current strategy [A] for the player to move in ``state``."""
     features, legal = tensor_rows([state], state.rules)
-    return queue(f"advantage_{state.current_player}", features, legal)[0].double()
+    return queue(ADVANTAGE_NETWORKS[state.current_player], features, legal)[0].double()
 
 
 class ExactTree:
@@ -146,7 +164,7 @@ def advance(rules: Rules, seed: int, decisions: int) -> GameState:
 
 def repeated(state: GameState, n: int) -> GameBatch:
     """``n`` copies of one state as a batch."""
-    return GameBatch.from_states([state]).repeat(n)
+    return GameBatch.from_states([state]).select([0] * n)
 
 
 def rows_at(

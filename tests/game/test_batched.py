@@ -5,13 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lostcities_cfr.game import (
-    GameBatch,
-    IllegalActionError,
-    Rules,
-    feature_size,
-    random_legal_actions,
-)
+from lostcities_cfr.agents import random_legal_actions
+from lostcities_cfr.game import GameBatch, IllegalActionError, Rules, feature_size
 
 CLASSIC = Rules.classic()
 
@@ -110,7 +105,6 @@ def test_select_forks_games_that_then_diverge():
     assert states[0] == states[2] != states[1]
     assert batch.to_states()[1].turn == 10  # the source batch is untouched
     assert GameBatch.cat([batch, forks]).batch_size == 7
-    assert batch.repeat(2).to_states()[2:4] == [batch.to_states()[1]] * 2
 
 
 def test_encode_shape_and_viewer_argument():
@@ -120,19 +114,6 @@ def test_encode_shape_and_viewer_argument():
     assert features.shape == (5, feature_size(CLASSIC)) and features.dtype == torch.float32
     assert torch.equal(batch.encode(batch.current_player), features)
     assert not torch.equal(batch.encode(1 - batch.current_player), features)
-
-
-def test_random_legal_actions_is_uniform_over_legal_actions():
-    legal = torch.zeros(20_000, CLASSIC.n_actions, dtype=torch.bool)
-    legal[:, [3, 50, 99, 105]] = True
-    legal[1::2, 50] = False
-    actions = random_legal_actions(legal, torch.Generator().manual_seed(0))
-    even, odd = actions[0::2], actions[1::2]
-    for action in (3, 50, 99, 105):
-        assert abs((even == action).float().mean().item() - 0.25) < 0.02
-    for action in (3, 99, 105):
-        assert abs((odd == action).float().mean().item() - 1 / 3) < 0.02
-    assert not (odd == 50).any()
 
 
 @pytest.mark.gpu

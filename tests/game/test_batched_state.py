@@ -1,17 +1,18 @@
-"""The batched engine's internal bookkeeping: derived state, old-style construction, sampling."""
+"""The batched engine's internal bookkeeping: derived state and old-style construction."""
 
 import pytest
 import torch
 
-from lostcities_cfr.game import GameBatch, GameState, Rules, random_legal_actions
-from lostcities_cfr.game.batched import _top_ranks
+from lostcities_cfr.agents import random_legal_actions
+from lostcities_cfr.game import GameBatch, GameState, Rules
+from lostcities_cfr.game.packed import top_ranks
 
 PRESETS = {"classic": Rules.classic(), "six_colors": Rules.six_colors(), "tiny": Rules.tiny()}
 
 
 def assert_bookkeeping(batch: GameBatch) -> None:
     """``_top`` equals what the expeditions imply, and pile slots above ``pile_len`` hold 0."""
-    assert torch.equal(batch._top, _top_ranks(batch.rules, batch.expeditions.permute(1, 2, 0)))
+    assert torch.equal(batch._top, top_ranks(batch.rules, batch.expeditions.permute(1, 2, 0)))
     slots = torch.arange(batch.rules.pile_capacity)
     above = slots >= batch.pile_len[:, :, None]  # [B, C, L]
     assert not batch.piles[above].any()
@@ -25,7 +26,7 @@ def test_incremental_state_matches_the_expeditions_and_piles(preset):
     while not bool(batch.done.all()):
         batch.step(random_legal_actions(batch.legal_mask(), generator))
         assert_bookkeeping(batch)
-    forks = GameBatch.cat([batch.select([3, 1, 1]), batch.repeat(2).clone()])
+    forks = GameBatch.cat([batch.select([3, 1, 1]), batch.clone()])
     assert_bookkeeping(forks)
     assert torch.equal(forks.legal_mask(), GameBatch.from_states(forks.to_states()).legal_mask())
 
@@ -53,28 +54,3 @@ def test_low_level_constructor_accepts_the_state_without_derived_tensors():
     colour_major = {**old_style, "_piles": batch._piles.transpose(0, 1)}  # [C, L, B]: not ours
     with pytest.raises(ValueError, match=r"_piles must be \[L, C, B\]"):
         GameBatch(rules, **colour_major)
-
-
-@pytest.mark.parametrize("width", [1, 2, 7, 13, 106, 127, 128, 151])
-def test_random_legal_actions_takes_the_kth_legal_action_of_one_16_bit_draw(width):
-    """Row b's draw r is the b-th 16-bit word of int64 words from the generator, and
-    the pick is the (n - 1 - (r * n >> 16))-th of the row's n legal actions."""
-    masks = torch.rand(300, width, generator=torch.Generator().manual_seed(width)) < 0.3
-    masks[::7] = False  # rows with no legal action
-    masks[1::11] = True
-    actions = random_legal_actions(masks, torch.Generator().manual_seed(1))
-    words = torch.empty(75, dtype=torch.int64)
-    words.random_(-(2**63), None, generator=torch.Generator().manual_seed(1))
-    draws = words.view(torch.uint16).tolist()  # 4 per word, little-endian
-    for row, (mask, action) in enumerate(zip(masks, actions.tolist(), strict=True)):
-        legal = mask.nonzero().flatten().tolist()
-        n = len(legal)
-        assert action == (legal[n - 1 - (draws[row] * n >> 16)] if legal else 0), f"row {row}"
-
-
-def test_the_16_bit_draw_picks_each_of_n_actions_within_2_to_the_minus_16_of_1_over_n():
-    r = torch.arange(2**16)  # every draw once
-    for n in range(1, 128):
-        k = n - 1 - (r * n >> 16)
-        p = torch.bincount(k, minlength=n).double() / 2**16
-        assert float((p - 1 / n).abs().max()) < 2**-16, n

@@ -7,7 +7,8 @@ step the legal masks, the features of both players and the scores must agree.
 import pytest
 import torch
 
-from lostcities_cfr.game import GameBatch, GameState, Rules, random_legal_actions
+from lostcities_cfr.agents import random_legal_actions
+from lostcities_cfr.game import GameBatch, GameState, Rules
 
 
 def replay_lockstep(rules: Rules, n_games: int, seed: int, both_every: int = 10) -> int:

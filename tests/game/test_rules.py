@@ -2,6 +2,7 @@
 
 import pytest
 
+from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.game.reference import expedition_score
 
@@ -21,6 +22,19 @@ def test_presets_have_the_documented_sizes(rules, deck_size, n_types, n_actions,
     assert rules.n_types == n_types
     assert rules.n_actions == n_actions
     assert feature_size(rules) == n_features
+
+
+def test_presets_are_found_by_name_and_name_themselves():
+    assert Rules.presets() == ("classic", "six-colors", "tiny")
+    assert Rules.preset("six-colors") == Rules.six_colors()
+    for name in Rules.presets():
+        assert Rules.preset(name).preset_name() == name
+    assert Rules(n_colors=4).preset_name() == "custom"
+
+
+def test_unknown_preset_raises_config_error_naming_the_value_and_the_choices():
+    with pytest.raises(ConfigError, match=r"'six'.*'classic', 'six-colors', 'tiny'"):
+        Rules.preset("six")
 
 
 def test_tiny_deals_two_cards_each_and_leaves_two_in_the_deck():

@@ -1,5 +1,6 @@
 """Checkpoints: a run killed with SIGKILL resumes from its last checkpoint as if never
-stopped; seeded runs repeat exactly; agents load from checkpoint files."""
+stopped; seeded runs repeat exactly; agents load from checkpoint files and ``ckpt:`` specs
+parse."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import signal
 import subprocess
 import time
 
+import pytest
 import torch
 from run_probes import BufferProbe
 from tiny_training import cli_subprocess
 
-from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.agents import RandomAgent, agent_from_spec
 from lostcities_cfr.arena import evaluate
+from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
@@ -104,3 +107,49 @@ def test_agents_load_from_a_checkpoint_and_play(write_config, tmp_path):
         assert result.games == 20
     direct = load_agent(path, policy="current", greedy=True)
     assert direct.name == "current"
+
+
+@pytest.fixture
+def checkpoint_file(tmp_path):
+    path = tmp_path / "run:1" / "last.ckpt"  # a ':' inside the path must survive parsing
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    return path
+
+
+@pytest.fixture
+def fake_load_agent(monkeypatch):
+    """Stands in for load_agent; records its arguments."""
+    calls = []
+
+    def load_agent(path, policy, greedy, seed):
+        calls.append({"path": path, "policy": policy, "greedy": greedy, "seed": seed})
+        return RandomAgent(seed)
+
+    monkeypatch.setattr("lostcities_cfr.training.checkpoint.load_agent", load_agent)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("suffix", "policy", "greedy"),
+    [
+        ("", "average", False),
+        (":average", "average", False),
+        (":current", "current", False),
+        (":current:greedy", "current", True),
+        (":greedy", "average", True),
+    ],
+)
+def test_checkpoint_specs_parse_path_policy_and_greedy(
+    checkpoint_file, fake_load_agent, suffix, policy, greedy
+):
+    agent = agent_from_spec(f"ckpt:{checkpoint_file}{suffix}", seed=4)
+    assert fake_load_agent == [
+        {"path": str(checkpoint_file), "policy": policy, "greedy": greedy, "seed": 4}
+    ]
+    assert agent.name == f"ckpt:{checkpoint_file}{suffix}"
+
+
+def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_load_agent):
+    with pytest.raises(AgentSpecError, match="one of :average and :current"):
+        agent_from_spec(f"ckpt:{checkpoint_file}:average:current")

@@ -1,0 +1,179 @@
+"""Every metric name a run logs, built in one place, and the table ``docs/architecture.md`` shows.
+
+Names with a part that varies (a network, a policy, an opponent) come from the functions
+below; fixed names are constants. :data:`METRICS` documents each name (as a pattern with
+``<...>`` for the varying part), who logs it and what it means; ``docs/architecture.md``
+("Logged metrics") is :func:`markdown_table`, and a test holds the two equal and checks
+that every column a run writes matches a pattern here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lostcities_cfr.arena import EvaluationResult
+
+ITERATION = "iteration"  # the x-axis of every chart
+LIGHTNING_COLUMNS = ("epoch", "step")  # what Lightning's loggers add to every row
+
+
+def loss(network: str) -> str:
+    """``loss/<network>``: a network's mean weighted training loss over the iteration."""
+    return f"loss/{network}"
+
+
+def buffer_rows(buffer: str) -> str:
+    """``buffer/<buffer>``: rows the named buffer holds."""
+    return f"buffer/{buffer}"
+
+
+def buffer_fill(buffer: str) -> str:
+    """``buffer/<buffer>_fill``: rows held over capacity."""
+    return f"buffer/{buffer}_fill"
+
+
+def phase_seconds(phase: str) -> str:
+    """``time/<phase>_s``: seconds of one phase of the iteration."""
+    return f"time/{phase}_s"
+
+
+def phase_share(phase: str) -> str:
+    """``time/<phase>_share``: a phase's seconds over ``time/iteration_s``."""
+    return f"time/{phase}_share"
+
+
+def eval_prefix(policy: str, opponent: str) -> str:
+    """``eval/<policy>/<opponent>/``; a ``/`` in the opponent's spec (a checkpoint path)
+    becomes ``_`` so that the metric tree keeps three levels."""
+    return f"eval/{policy}/{opponent.replace('/', '_')}/"
+
+
+def eval_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[str, float]:
+    """The logged figures of one evaluation of ``policy`` against ``opponent``: the win rate
+    and the score difference per game, each with its 95% interval bounds."""
+    prefix = eval_prefix(policy, opponent)
+    rounds = result.rounds
+    return {
+        prefix + "win_rate": rounds.win_rate,
+        prefix + "win_rate_ci_low": rounds.win_rate_ci[0],
+        prefix + "win_rate_ci_high": rounds.win_rate_ci[1],
+        prefix + "score_diff": rounds.score_diff,
+        prefix + "score_diff_ci_low": rounds.score_diff_ci[0],
+        prefix + "score_diff_ci_high": rounds.score_diff_ci[1],
+    }
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One documented metric: its name (``<...>`` marks a varying part), who logs it, what
+    it means."""
+
+    names: tuple[str, ...]
+    logged_by: str
+    meaning: str
+
+    def matches(self, name: str) -> bool:
+        """Whether a logged column ``name`` is one of these."""
+        return any(_pattern(n).fullmatch(name) for n in self.names)
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    parts = re.split(r"<[^>]+>", name)
+    return re.compile("[^/]+".join(re.escape(part) for part in parts))
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        ("time/traversal_s", "traversal/nodes", "traversal/nodes_per_s"),
+        "`DeepCFR`",
+        "the traversal epoch of both players: seconds, decision nodes visited, their rate",
+    ),
+    Metric(
+        ("time/policy_network_s", "inference/mean_batch"),
+        "`DeepCFR`",
+        "seconds inside the inference queue's forwards; rows per forward",
+    ),
+    Metric(("time/memory_add_s",), "`DeepCFR`", "seconds writing rows into the reservoirs"),
+    Metric(
+        ("time/advantage_train_s", "time/strategy_train_s"),
+        "`DeepCFR`",
+        "seconds of the training epoch's updates, per kind of network",
+    ),
+    Metric(
+        ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy"),
+        "`DeepCFR`",
+        "mean weighted loss over the iteration's updates",
+    ),
+    Metric(
+        ("buffer/advantage_p0", "buffer/advantage_p1", "buffer/strategy"),
+        "`DeepCFR`",
+        "rows held by each reservoir",
+    ),
+    Metric(
+        ("exploitability", "exploitability/vs_uniform"),
+        "`DeepCFR` (`exploitability_every`)",
+        "exact exploitability of the average strategy, and over the uniform policy's (tiny rules)",
+    ),
+    Metric(
+        ("time/iteration_s", "time/<phase>_share", "time/other_share", "time/eval_s"),
+        "`PhaseTimer`",
+        "the whole iteration and each phase's share of it",
+    ),
+    Metric(
+        (
+            "buffer/<name>_fill",
+            "system/rss_gb",
+            "system/max_rss_gb",
+            "system/cuda_max_allocated_gb",
+        ),
+        "`PhaseTimer`",
+        "reservoir fill (0 to 1) and memory",
+    ),
+    Metric(
+        (
+            "eval/<policy>/<opponent>/win_rate",
+            "eval/<policy>/<opponent>/win_rate_ci_low",
+            "eval/<policy>/<opponent>/win_rate_ci_high",
+            "eval/<policy>/<opponent>/score_diff",
+            "eval/<policy>/<opponent>/score_diff_ci_low",
+            "eval/<policy>/<opponent>/score_diff_ci_high",
+        ),
+        "`PeriodicEvaluation`; `DeepCFR` (`final_eval_games`, `average` policy, after the "
+        "last iteration)",
+        "duplicate games of a policy against an opponent: Wilson interval on the win rate, "
+        "Student-t on the score difference per game",
+    ),
+    Metric(
+        ("eval/seconds", "eval/amortized_s", "eval/results"),
+        "`PeriodicEvaluation`",
+        "one evaluation's seconds, evaluation seconds per iteration so far, all results as "
+        "rows (a W&B table)",
+    ),
+    Metric(
+        ("compile/seconds", "compile/inference", "compile/training"),
+        "`CompileToggle`",
+        "compile and warm-up seconds; 1 where compiled",
+    ),
+)
+
+
+def documented(name: str) -> bool:
+    """Whether a logged column ``name`` is documented in :data:`METRICS`, or is the x-axis
+    or one of Lightning's own columns."""
+    if name == ITERATION or name in LIGHTNING_COLUMNS:
+        return True
+    return any(metric.matches(name) for metric in METRICS)
+
+
+def markdown_table() -> str:
+    """The "Logged metrics" table of ``docs/architecture.md``."""
+    lines = ["| metric | logged by | what |", "|---|---|---|"]
+    for metric in METRICS:
+        names = ", ".join(f"`{name}`" for name in metric.names)
+        lines.append(f"| {names} | {metric.logged_by} | {metric.meaning} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
