@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from lostcities_cfr.agents import Agent, NetworkAgent, agent_from_spec
-from lostcities_cfr.arena import RULE_PRESETS, play_out
+from lostcities_cfr.arena import play_out
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
 from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax, masked_softmax
@@ -564,12 +564,10 @@ def _resolve_rules(rules: str | Rules) -> Rules:
         return rules
     if isinstance(rules, dict):  # as saved in a checkpoint's hyperparameters
         return Rules(**rules)
-    if rules not in RULE_PRESETS:
-        raise ConfigError(
-            f"PPO rules={rules!r}: unknown preset; expected one of {sorted(RULE_PRESETS)} "
-            "or a Rules mapping of its fields"
-        )
-    return RULE_PRESETS[rules]()
+    try:
+        return Rules.preset(rules)
+    except ConfigError as error:
+        raise ConfigError(f"PPO rules: {error} or a Rules mapping of its fields") from None
 
 
 def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
