@@ -57,6 +57,7 @@ from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax, maske
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.training import metrics
 
 LEARNER = "policy"  # the learner's name in the inference queue, and its policy's name
 
@@ -355,10 +356,12 @@ class PPO(pl.LightningModule):
         self.queue.reset_stats()
         with torch.no_grad():
             self._rows = self.clone_teacher() if self.cloning else self.rollout()
-        self.iteration_metrics["time/rollout_s"] = time.perf_counter() - start
-        self.iteration_metrics["time/policy_network_s"] = self.queue.policy_network_seconds
+        self.iteration_metrics[metrics.phase_seconds("rollout")] = time.perf_counter() - start
+        self.iteration_metrics[metrics.phase_seconds("policy_network")] = (
+            self.queue.policy_network_seconds
+        )
+        self.iteration_metrics[metrics.phase_seconds("update")] = 0.0
         self._sums: dict[str, float] = {}
-        self.iteration_metrics["time/update_s"] = 0.0
 
     def clone_teacher(self) -> _Rows:
         """Play the teacher against itself; its moves and returns as training rows."""
@@ -406,7 +409,7 @@ class PPO(pl.LightningModule):
             "rollout/score_diff": float(final.mean()),
             "rollout/win_rate": float((final > 0).float().mean()),
             "ppo/explained_variance": _explained_variance(values, returns),
-            "pool/size": float(len(self.pool)),
+            "ppo/pool_size": float(len(self.pool)),
         }
         return _Rows(
             decisions.features,
@@ -464,8 +467,8 @@ class PPO(pl.LightningModule):
             value_loss = 0.5 * (values - rows.returns[index]).square().mean()
             loss = policy_loss + self.hparams.value_coef * value_loss
             stats = {
-                "loss/bc": policy_loss,
-                "loss/value": value_loss,
+                metrics.loss("bc"): policy_loss,
+                metrics.loss("value"): value_loss,
                 "bc/accuracy": (logits.masked_fill(~legal, -torch.inf).argmax(1) == actions)
                 .float()
                 .mean(),
@@ -485,9 +488,9 @@ class PPO(pl.LightningModule):
             )
             loss = terms.loss
             stats = {
-                "loss/policy": terms.policy,
-                "loss/value": terms.value,
-                "loss/entropy": terms.entropy,
+                metrics.loss("policy"): terms.policy,
+                metrics.loss("value"): terms.value,
+                metrics.loss("entropy"): terms.entropy,
                 "ppo/approx_kl": terms.approx_kl,
                 "ppo/clip_fraction": terms.clip_fraction,
             }
@@ -503,13 +506,13 @@ class PPO(pl.LightningModule):
         for name, value in stats.items():
             self._sums[name] = self._sums.get(name, 0.0) + float(value)
             self.iteration_metrics[name] = self._sums[name] / steps
-        self.iteration_metrics["time/update_s"] += time.perf_counter() - start
+        self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
 
     def on_train_epoch_end(self) -> None:
         if not self.cloning and self.iteration % self.hparams.snapshot_every == 0:
             self.pool = [*self.pool, self._snapshot()][-self.hparams.pool_size :]
         self._rows = None
-        self.log("iteration", float(self.iteration))
+        self.log(metrics.ITERATION, float(self.iteration))
         self.log_dict(self.iteration_metrics)
 
     # ---- helpers --------------------------------------------------------------------------------
