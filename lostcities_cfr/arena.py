@@ -35,13 +35,41 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lostcities_cfr.agents.base import Agent, agent_name
+from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game.batched import GameBatch, expedition_scores
+from lostcities_cfr.game.encoding import feature_size
 from lostcities_cfr.game.rules import Rules
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
 MATCH_ROUNDS = 3
 # Drop finished games from the lockstep batch once this share of its rows is done.
 _COMPACT_SHARE = 0.25
+
+
+def describe_rules(rules: Rules) -> str:
+    """A variant with the sizes its networks see: ``tiny rules (feature size 40, 15 actions)``."""
+    return f"{rules.preset_name()} rules (feature size {feature_size(rules)}, {rules.n_actions} actions)"
+
+
+def plays_rules(own: Rules, rules: Rules) -> bool:
+    """Whether a network made for ``own`` rules can play ``rules``: the same features and
+    actions. Scoring constants and ``max_turns`` may differ (the quickstart trains with
+    ``max_turns: 400`` and plays the classic game)."""
+    return (feature_size(own), own.n_actions) == (feature_size(rules), rules.n_actions)
+
+
+def check_agent_rules(agent: Agent, rules: Rules) -> None:
+    """Refuse an agent made for other rules before any game starts.
+
+    An agent tied to one variant (a checkpoint's network) says so in a ``rules``
+    attribute; agents without one play any rules.
+    """
+    own = getattr(agent, "rules", None)
+    if own is not None and not plays_rules(own, rules):
+        raise ConfigError(
+            f"agent {agent_name(agent)!r} plays {describe_rules(own)}; this game is "
+            f"{describe_rules(rules)}: play it with {own.preset_name()} rules"
+        )
 
 
 def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -295,10 +323,13 @@ def evaluate(
 
     Raises:
         IllegalActionError: an agent chose an illegal action (names the game).
+        ConfigError: an agent was made for other rules (:func:`check_agent_rules`).
     """
     if games < 1:
         raise ValueError(f"games={games} must be >= 1")
     rules = Rules.classic() if rules is None else rules
+    check_agent_rules(agent_a, rules)
+    check_agent_rules(agent_b, rules)
     deals = (games + 1) // 2
     start = time.perf_counter()
     first_seating = GameBatch.new(rules, deals, seed=seed, device=device)

@@ -22,3 +22,13 @@ class ConfigError(LostCitiesError, ValueError):
 
 class AgentSpecError(LostCitiesError, ValueError):
     """An agent spec string (``heuristic:balanced``, ``ckpt:PATH``...) that does not parse."""
+
+
+class CheckpointError(LostCitiesError, ValueError):
+    """A checkpoint file that cannot be used: unreadable, unsafe, or made for another model
+    or other rules. The message names the file."""
+
+
+class NonFiniteError(LostCitiesError, ValueError):
+    """A loss or a training row that is NaN or infinite: training stops rather than learn
+    from it, and the last checkpoint (written before it) is kept."""

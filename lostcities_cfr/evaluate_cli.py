@@ -15,7 +15,7 @@ import torch
 
 from lostcities_cfr.agents import agent_from_spec, describe_agent_specs
 from lostcities_cfr.arena import evaluate
-from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.rules import Rules
 
 
@@ -59,23 +59,42 @@ def main(argv: list[str] | None = None) -> None:
             "every deal is played from both seats",
             file=sys.stderr,
         )
+    device = _device(parser, args.device)
     torch.set_num_threads(args.threads)
     try:
         # distinct seeds so that two copies of one random agent do not mirror each other
         agent = agent_from_spec(args.agent, seed=2 * args.seed + 1)
         opponent = agent_from_spec(args.opponent, seed=2 * args.seed + 2)
-    except AgentSpecError as error:
+        result = evaluate(
+            agent,
+            opponent,
+            args.games,
+            rules=Rules.preset(args.rules),
+            seed=args.seed,
+            device=device,
+        )
+    except LostCitiesError as error:  # a bad spec or checkpoint, an agent of other rules
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    result = evaluate(
-        agent,
-        opponent,
-        args.games,
-        rules=Rules.preset(args.rules),
-        seed=args.seed,
-        device=args.device,
-    )
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(result.format_table())
+
+
+def _device(parser: argparse.ArgumentParser, name: str) -> torch.device:
+    """``--device`` as a torch device that exists on this machine (else a parser error)."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        parser.error(f"--device {name!r} is not a device; expected cpu, cuda or cuda:N")
+    if device.type == "cuda" and (
+        not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()
+    ):
+        parser.error(
+            f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s); "
+            "use --device cpu"
+        )
+    if device.type not in ("cpu", "cuda"):
+        parser.error(f"--device {name}: the arena runs on cpu or cuda")
+    return device

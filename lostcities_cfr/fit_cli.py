@@ -9,14 +9,21 @@ LightningCLI's defaults:
   defaults to ``offline``, so nothing needs the network (``wandb sync`` uploads later).
 - One folder per run: ``trainer.default_root_dir`` (``runs/...``); checkpoints go to its
   ``checkpoints/`` (an argument link, so ``fit --ckpt_path last`` finds them again): the
-  latest iteration's after every iteration, and ``last.ckpt`` linking to it. The saved
-  ``config.yaml`` is overwritten, so a run can be repeated or resumed in the same folder.
+  latest iteration's after every iteration, and ``last.ckpt`` linking to it. A new run refuses
+  a folder that holds another; ``--ckpt_path last`` resumes the folder's run, and a resume
+  honours the command line, refusing changes to what made the checkpoint
+  (:mod:`lostcities_cfr.runs`). The saved ``config.yaml`` is what ran, the checkpoint it
+  resumed from included.
+- Checkpoints load with ``weights_only=True`` (tensors and plain data only) and are written
+  straight to disk (:class:`~lostcities_cfr.training.checkpoint.StreamingCheckpointIO`).
 - ``seed_everything`` (0 by default) also seeds the model's own generators
   (``model.seed`` is linked to it).
 - ``threads``: torch's CPU threads. Small networks train fastest on one thread, and on a
   machine with other busy processes extra threads wait on each other (``docs/performance.md``).
-- A :class:`~lostcities_cfr.errors.ConfigError` from building the model exits with its
-  message, before any game is played.
+- Bad values exit with one line naming them, before any game is played: a
+  :class:`~lostcities_cfr.errors.LostCitiesError`, or what jsonargparse and Lightning raise
+  while the model, trainer, loggers and callbacks are built. An error of ours during the run
+  (a non-finite loss) exits with its line too.
 """
 
 from __future__ import annotations
@@ -25,13 +32,26 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
+import yaml
+from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
+from lostcities_cfr import runs
 from lostcities_cfr.callbacks import SaveConfigToLoggers
-from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.errors import ConfigError, LostCitiesError
+from lostcities_cfr.training.checkpoint import (
+    DEFAULT_MODEL_CLASS,
+    MODEL_CLASS_KEY,
+    check_finite_weights,
+    class_path,
+    hyperparameters,
+    read_checkpoint,
+)
 from lostcities_cfr.training.module import DeepCFR
 
 DEFAULT_ROOT_DIR = "runs/deep_cfr"
@@ -55,6 +75,7 @@ TRAINER_DEFAULTS = {
             },
         },
     ],
+    "plugins": [{"class_path": "lostcities_cfr.training.checkpoint.StreamingCheckpointIO"}],
 }
 
 
@@ -81,6 +102,9 @@ class DeepCFRCLI(LightningCLI):
                 "checkpoint.save_last": "link",
                 "checkpoint.every_n_epochs": 1,
                 "checkpoint.save_on_train_epoch_end": True,
+                # last.ckpt is replaced, never joined by last-v1.ckpt (a resumed run in a
+                # moved folder would otherwise leave last.ckpt on an old iteration).
+                "checkpoint.enable_version_counter": False,
             }
         )
         parser.link_arguments("trainer.default_root_dir", "checkpoint.dirpath", checkpoint_dir)
@@ -92,6 +116,43 @@ class DeepCFRCLI(LightningCLI):
             help="torch CPU threads (torch.set_num_threads); null keeps torch's default",
         )
 
+    def _prepare_subcommand_parser(
+        self, klass: type, subcommand: str, **kwargs: Any
+    ) -> LightningArgumentParser:
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        # Trainer.fit's own argument, known only once the subcommand's arguments are added.
+        parser.set_defaults({"weights_only": True})
+        return parser
+
+    def _parse_ckpt_path(self) -> None:
+        # Replaces LightningCLI's, which loads the checkpoint's model arguments over the
+        # command line's: here the command line wins, and the checkpoint must fit it.
+        subcommand = self.config.get("subcommand")
+        if subcommand is None:
+            return
+        config = self.config[subcommand]
+        checkpoint_dir = config.checkpoint.dirpath
+        resume = runs.resolve_ckpt_path(config.ckpt_path, checkpoint_dir)
+        if subcommand == "fit" and _first_process():
+            runs.check_run_folder(config.trainer.default_root_dir, checkpoint_dir, resume)
+        # config.yaml then names the file this run started from (or none).
+        config.ckpt_path = None if resume is None else str(resume)
+        if resume is None:
+            return
+        checkpoint = read_checkpoint(resume, mmap=True)
+        model_class = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
+        if model_class != class_path(DeepCFR):
+            raise ConfigError(
+                f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains "
+                f"{class_path(DeepCFR)}"
+            )
+        check_finite_weights(checkpoint, resume)
+        if subcommand == "fit":
+            runs.check_max_epochs(checkpoint, config.trainer.max_epochs, resume)
+        dump = self.parser.dump(self.config, skip_link_targets=False, skip_none=False)
+        wanted = yaml.safe_load(dump)[subcommand]["model"]
+        runs.check_resumable(hyperparameters(checkpoint, resume), wanted, resume)
+
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         threads = config["threads"]
@@ -99,6 +160,30 @@ class DeepCFRCLI(LightningCLI):
             if threads < 1:
                 raise ConfigError(f"threads={threads}; expected at least 1, or null")
             torch.set_num_threads(threads)
+        if self.subcommand and config.get("weights_only") is False:
+            raise ConfigError(
+                "weights_only=False: checkpoints load with weights_only=True here (tensors "
+                "and plain data, which cannot run code), and fit writes nothing else"
+            )
+
+    def instantiate_classes(self) -> None:
+        # Building the model, trainer, loggers and callbacks does no work yet, so a failure
+        # here is a bad value; jsonargparse and Lightning would report it as a traceback.
+        try:
+            super().instantiate_classes()
+        except (ValueError, MisconfigurationException) as error:
+            raise ConfigError(_reason(error)) from None
+
+    def after_instantiate_classes(self) -> None:
+        if self.subcommand != "fit" or not _first_process():
+            return
+        folders = {"run": self.trainer.default_root_dir}
+        if self.trainer.checkpoint_callback is not None:
+            folders["checkpoint"] = self.trainer.checkpoint_callback.dirpath
+        for logger in self.trainer.loggers:
+            if logger.save_dir is not None:
+                folders[f"{type(logger).__name__} log"] = logger.save_dir
+        runs.check_writable({purpose: f for purpose, f in folders.items() if f is not None})
 
 
 def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
@@ -119,11 +204,30 @@ def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
     )
 
 
+def _first_process() -> bool:
+    """Whether this is the process that starts a run (not a DDP rank it launched)."""
+    return rank_zero_only.rank == 0 and os.environ.get("NODE_RANK", "0") == "0"
+
+
+def _reason(error: BaseException) -> str:
+    """One line for a failed build: our own error where jsonargparse wrapped one, else the
+    reasons jsonargparse lists (skipping the Union members the value was not meant for)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, LostCitiesError):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    listed = [line[2:] for line in lines if line.startswith("- ")]
+    reasons = [line for line in listed if not line.startswith("Expected a <")]
+    return "; ".join(reasons) or (lines[0] if lines else type(error).__name__)
+
+
 def run(subcommand: str, argv: list[str]) -> DeepCFRCLI:
-    """Run ``subcommand`` (``fit`` or ``validate``); a ConfigError exits with its message."""
+    """Run ``subcommand`` (``fit`` or ``validate``); an error of ours exits with its message."""
     try:
         return build_cli([subcommand, *argv])
-    except ConfigError as error:
+    except LostCitiesError as error:
         print(f"python -m lostcities_cfr {subcommand}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
 

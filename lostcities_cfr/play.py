@@ -23,7 +23,8 @@ from lostcities_cfr.agents import (
     agent_name,
     describe_agent_specs,
 )
-from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.arena import check_agent_rules
+from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import COLOR_NAMES, Rules
 
@@ -141,7 +142,8 @@ def ask_move(state: GameState, read: Read, write: Write, board: str) -> int:
                 )
             )
             continue
-        if answer.isdigit() and 1 <= int(answer) <= len(legal):
+        # isdecimal, not isdigit: int() refuses digits such as '²' that isdigit accepts.
+        if answer.isdecimal() and 1 <= int(answer) <= len(legal):
             return legal[int(answer) - 1]
         write(f"{answer!r} is not a move: enter a number from 1 to {len(legal)}.")
 
@@ -238,11 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, read: Read = input, write: Write = print) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    rules = Rules.preset(args.rules)
     try:
         agent = agent_from_spec(args.opponent, seed=args.seed)
-    except AgentSpecError as error:
+        check_agent_rules(agent, rules)  # before the first move, not at the agent's first
+    except LostCitiesError as error:  # a bad spec or checkpoint, an agent of other rules
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    rules = Rules.preset(args.rules)
     write(f"Lost Cities against {agent_name(agent)}. Enter 'h' at a prompt for the rules.")
     totals = [0, 0]
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 METRICS_FILE = "metrics.csv"
+VERSION = re.compile(r"^version_(\d+)$")  # CSVLogger's folder of one start of a run
 EVAL_KEY = re.compile(r"^eval/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")
 # Phases as stacked in time.png: the traversal's own work, then the parts of
 # the traversal timed separately (network queries, buffer writes), then training
@@ -40,17 +41,19 @@ PHASES = (
 INSIDE_TRAVERSAL = ("time/policy_network_s", "time/memory_add_s")
 
 
-def find_metrics_file(run_dir: Path) -> Path:
-    """``RUN_DIR/metrics.csv``, or the newest ``metrics.csv`` below ``run_dir``.
+def find_metrics_files(run_dir: Path) -> list[Path]:
+    """The metrics files of a run, oldest first: ``RUN_DIR/metrics.csv`` alone, or else the
+    newest ``metrics.csv`` below ``run_dir`` with those of its sibling ``version_N`` folders
+    (a resumed run logs each start to a version of its own).
 
     Raises:
         FileNotFoundError: there is none (names the directory and the fix).
     """
     if run_dir.is_file():
-        return run_dir
+        return [run_dir]
     direct = run_dir / METRICS_FILE
     if direct.is_file():
-        return direct
+        return [direct]
     found = sorted(run_dir.rglob(METRICS_FILE), key=lambda p: p.stat().st_mtime)
     if not found:
         raise FileNotFoundError(
@@ -58,19 +61,30 @@ def find_metrics_file(run_dir: Path) -> Path:
             "run with a callback stack from callbacks/ (they keep a CSVLogger) or pass the "
             "folder that holds metrics.csv"
         )
-    return found[-1]
+    newest = found[-1]
+    if not VERSION.match(newest.parent.name):
+        return [newest]
+    versions = [
+        path
+        for path in newest.parent.parent.glob(f"version_*/{METRICS_FILE}")
+        if VERSION.match(path.parent.name)
+    ]
+    return sorted(versions, key=lambda p: int(VERSION.match(p.parent.name)[1]))
 
 
-def read_metrics(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Per-iteration metrics from a CSVLogger file.
+def read_metrics(paths: Path | Sequence[Path]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per-iteration metrics from CSVLogger files, merged in the order given.
 
     Returns ``(iterations [I], {name: values [I]})``, sorted by iteration; a
     metric missing at an iteration is ``nan``. Rows are keyed by the logged
     ``iteration`` (or ``epoch + 1`` where it is missing); when one iteration
-    has several rows, the last value logged wins.
+    has several rows, the last value logged wins, so a resumed run's later file
+    replaces what an interrupted start logged for the same iteration.
     """
-    with path.open(newline="") as file:
-        rows = list(csv.DictReader(file))
+    rows = []
+    for path in [paths] if isinstance(paths, Path) else paths:
+        with path.open(newline="") as file:
+            rows += list(csv.DictReader(file))
     by_iteration: dict[int, dict[str, float]] = {}
     for row in rows:
         values = {key: _number(text) for key, text in row.items() if key is not None}
@@ -263,10 +277,10 @@ def report(run_dir: Path, out: Path | None = None) -> dict[str, Path | None]:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display needed
-    metrics_file = find_metrics_file(run_dir)
-    out = metrics_file.parent / "report" if out is None else out
+    metrics_files = find_metrics_files(run_dir)
+    out = metrics_files[-1].parent / "report" if out is None else out
     out.mkdir(parents=True, exist_ok=True)
-    iterations, metrics = read_metrics(metrics_file)
+    iterations, metrics = read_metrics(metrics_files)
     return {
         name: out / name if plot(iterations, metrics, out) else None for name, plot in PLOTS.items()
     }
@@ -282,13 +296,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         "run_dir",
         type=Path,
         help="the run's log folder (holding metrics.csv), or a folder above it: the newest "
-        "metrics.csv below it is used",
+        "metrics.csv below it is used, merged with its sibling version_N folders' (a "
+        "resumed run's earlier starts)",
     )
     parser.add_argument("--out", type=Path, default=None, help="where the PNGs go (RUN_DIR/report)")
     args = parser.parse_args(argv)
     try:
+        sources = find_metrics_files(args.run_dir)
         written = report(args.run_dir, args.out)
     except FileNotFoundError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    iterations, _ = read_metrics(sources)
+    span = f"iterations {iterations.min()}-{iterations.max()}" if len(iterations) else "none"
+    print(f"{span} from {', '.join(str(p) for p in sources)}")
     for name, path in written.items():
         print(f"{name:20} {path if path else 'skipped: the run logged none of its metrics'}")

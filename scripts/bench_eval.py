@@ -26,13 +26,13 @@ import numpy as np
 import torch
 
 from lostcities_cfr.callbacks import PeriodicEvaluation
-from lostcities_cfr.report import find_metrics_file, read_metrics
-from lostcities_cfr.training import DeepCFR
+from lostcities_cfr.report import find_metrics_files, read_metrics
+from lostcities_cfr.training import DeepCFR, load_model
 
 
 def training_iteration_seconds(run_dir: Path) -> float:
     """Mean wall-clock of a run's iterations without their evaluation."""
-    _, metrics = read_metrics(find_metrics_file(run_dir))
+    _, metrics = read_metrics(find_metrics_files(run_dir))
     seconds = metrics["time/iteration_s"] - np.nan_to_num(
         metrics.get("time/eval_s", np.zeros_like(metrics["time/iteration_s"])), nan=0.0
     )
@@ -58,7 +58,7 @@ def main() -> None:
         torch.manual_seed(args.seed)
         model = DeepCFR(rules="classic", network="512x3")
     else:
-        model = DeepCFR.load_from_checkpoint(args.ckpt, map_location="cpu")
+        model = load_model(args.ckpt)
     iteration_s = args.iteration_seconds
     if args.run is not None:
         iteration_s = training_iteration_seconds(args.run)

@@ -65,10 +65,13 @@ def test_an_odd_game_count_is_rounded_up_and_said_so(capsys):
         (["--agent", "alphazero"], "agent spec 'alphazero': unknown kind 'alphazero'"),
         (["--agent", "random", "--opponent", "ckpt:"], "needs a path"),
         (["--agent", "random", "--games", "0"], "--games 0: play at least 1 game"),
+        (["--agent", "random", "--device", "banana"], "--device 'banana' is not a device"),
+        (["--agent", "random", "--device", "meta"], "--device meta: the arena runs on cpu"),
     ],
 )
 def test_bad_arguments_exit_with_status_2_and_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

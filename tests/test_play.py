@@ -92,6 +92,15 @@ def test_the_play_command_reads_stdin_through_the_cli(monkeypatch, capsys):
     assert "Round over after" in out
 
 
+def test_digits_that_are_no_decimal_number_are_asked_again():
+    # '²' and '١' are digits to str.isdigit; int() refuses the first and reads the second
+    script = Script(["²", "¹", "１"])
+    out = run(["--opponent", "random", "--seed", "3"], script)
+    assert "'²' is not a move" in out and "'¹' is not a move" in out
+    assert "'１' is not a move" not in out  # a fullwidth 1 is the number 1
+    assert "Round over after" in out
+
+
 def test_a_bad_opponent_spec_exits_with_a_clear_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--opponent", "heuristic:reckless"], read=Script([]), write=print)

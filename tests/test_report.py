@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lostcities_cfr.report import find_metrics_file, main, phase_shares, read_metrics, report
+from lostcities_cfr.report import find_metrics_files, main, phase_shares, read_metrics, report
 
 
 def write_metrics(path: Path, rows: list[dict[str, float]]) -> Path:
@@ -100,11 +100,26 @@ def test_phase_shares_sum_to_one_and_split_the_traversal():
     assert shares["other"][0] == pytest.approx(0.1)
 
 
-def test_the_newest_metrics_file_below_a_folder_is_found(tmp_path):
-    old = write_metrics(tmp_path / "csv" / "version_0" / "metrics.csv", run_rows(1))
-    new = write_metrics(tmp_path / "csv" / "version_1" / "metrics.csv", run_rows(1))
-    os.utime(old, (1, 1))
-    assert find_metrics_file(tmp_path) == new
+def test_the_newest_metrics_file_below_a_folder_is_found_with_its_sibling_versions(tmp_path):
+    other = write_metrics(tmp_path / "old_logs" / "metrics.csv", run_rows(1))
+    first = write_metrics(tmp_path / "csv" / "version_0" / "metrics.csv", run_rows(1))
+    resumed = write_metrics(tmp_path / "csv" / "version_10" / "metrics.csv", run_rows(1))
+    second = write_metrics(tmp_path / "csv" / "version_2" / "metrics.csv", run_rows(1))
+    os.utime(other, (1, 1))
+    os.utime(first, (2, 2))
+    assert find_metrics_files(tmp_path) == [first, second, resumed]  # by version number
+    assert find_metrics_files(tmp_path / "csv" / "version_2") == [second]
+
+
+def test_a_resumed_run_is_plotted_over_all_its_starts(tmp_path):
+    # Killed during iteration 3 after logging part of it; the resume logs 3 to 5 again.
+    rows = run_rows(5)
+    write_metrics(tmp_path / "csv" / "version_0" / "metrics.csv", rows[:3])
+    resumed = [{**row, "loss/strategy": 7.0} for row in rows[2:]]
+    write_metrics(tmp_path / "csv" / "version_1" / "metrics.csv", resumed)
+    iterations, metrics = read_metrics(find_metrics_files(tmp_path))
+    assert iterations.tolist() == [1, 2, 3, 4, 5]
+    assert metrics["loss/strategy"].tolist() == [0.5, 0.25, 7.0, 7.0, 7.0]  # the later start wins
 
 
 def test_the_command_lists_its_files_and_explains_a_missing_log(tmp_path, capsys):

@@ -75,6 +75,7 @@ class NoisyAgent:
         self.agent = agent
         self.epsilon = epsilon
         self.name = f"{agent.name}:noisy={epsilon:g}"
+        self.rules = getattr(agent, "rules", None)  # the rules it was made for, if it says
         self._rng = AgentRandomness(seed)
 
     def act(self, batch: GameBatch) -> torch.Tensor:

@@ -66,6 +66,7 @@ class NetworkAgent:
     def _policy_and_legal(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor]:
         features, legal = batch.encode(), batch.legal_mask()
         weight = next(self.network.parameters(), None)
-        device = features.device if weight is None else weight.device
-        outputs = self.network(features.to(device)).float().to(batch.device)
+        if weight is not None:  # a bfloat16 network takes bfloat16 features
+            features = features.to(weight.device, weight.dtype)
+        outputs = self.network(features).float().to(batch.device)
         return self.head(outputs, legal), legal

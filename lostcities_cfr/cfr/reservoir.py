@@ -25,7 +25,8 @@ Storage dtypes, chosen to fit millions of rows in memory:
   2048) and strategy probabilities lie in [0, 1] (absolute error below 2.5e-4).
   Estimators that divide by sampling probabilities (outcome sampling) can
   exceed float16's range of 65504; :meth:`ReservoirBuffer.add` refuses
-  non-finite rows, and ``target_dtype=torch.float32`` stores them instead.
+  non-finite rows (:class:`~lostcities_cfr.errors.NonFiniteError`), and
+  ``target_dtype=torch.float32`` stores them instead.
 - iteration int32 [capacity]: the CFR iteration that produced the row.
 """
 
@@ -35,7 +36,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.errors import ConfigError, NonFiniteError
 
 
 class ReservoirBatch(NamedTuple):
@@ -152,7 +153,7 @@ class ReservoirBuffer:
         stored_targets = targets.to(self.device, self.targets.dtype)
         # Checked before any draw, so a refused call leaves the buffer as it was.
         if not torch.isfinite(stored_targets).all():
-            raise ValueError(
+            raise NonFiniteError(
                 f"ReservoirBuffer.add: targets are not finite once stored as "
                 f"{self.targets.dtype} (max |target| {targets.abs().max().item():.4g}); targets "
                 "must be finite, and beyond 65504 need target_dtype=torch.float32"
@@ -188,17 +189,25 @@ class ReservoirBuffer:
         )
 
     def state_dict(self) -> dict[str, Any]:
-        """Rows held, counters and generator state (enough to continue exactly)."""
+        """Rows held, counters and generator state (enough to continue exactly).
+
+        A full buffer's tensors are its storage itself (as ``nn.Module.state_dict`` shares
+        its parameters), so that saving millions of rows needs no second copy of them; a
+        partly filled one's rows are cloned, else saving would write the unused storage
+        behind the slice too.
+        """
         held = len(self)
-        # Clones, so that saving does not write the whole preallocated storage
-        # behind a slice.
+
+        def rows(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor if held == self.capacity else tensor[:held].clone()
+
         return {
             "capacity": self.capacity,
             "n_seen": self.n_seen,
-            "features": self.features[:held].clone(),
-            "legal": self.legal[:held].clone(),
-            "targets": self.targets[:held].clone(),
-            "iteration": self.iteration[:held].clone(),
+            "features": rows(self.features),
+            "legal": rows(self.legal),
+            "targets": rows(self.targets),
+            "iteration": rows(self.iteration),
             "generator": self.generator.get_state(),
         }
 
@@ -216,6 +225,13 @@ class ReservoirBuffer:
                 f"A={state['targets'].shape[1]}; this buffer has F={self.n_features}, "
                 f"A={self.n_actions} (rules of the checkpoint and the run differ)"
             )
+        for name in ("features", "targets"):
+            if not torch.isfinite(state[name]).all():
+                # Refused before any row is written: the buffer stays as it was.
+                raise NonFiniteError(
+                    f"ReservoirBuffer state: {name} hold NaN or infinite values (a corrupted "
+                    "checkpoint); rows are finite when added"
+                )
         held = features.shape[0]
         self.features[:held] = features.to(self.device)
         self.legal[:held] = state["legal"].to(self.device)

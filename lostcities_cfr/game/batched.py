@@ -399,6 +399,15 @@ class GameBatch:
         actions = torch.as_tensor(actions, device=self.device)
         if actions.shape != (B,):
             raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
+        if (
+            actions.dtype.is_floating_point
+            or actions.dtype.is_complex
+            or actions.dtype == torch.bool
+        ):
+            # Converting them to action ids would truncate 3.7 to 3: refused, not guessed.
+            raise TypeError(
+                f"actions have dtype {actions.dtype}; expected an integer dtype (int64 ids)"
+            )
         if check:
             self._check(actions)
         tables = lookup_tables(rules, self.device)

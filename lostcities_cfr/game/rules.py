@@ -45,7 +45,7 @@ class Rules:
         for f in fields(self):
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"Rules.{f.name} must be an int, got {value!r}")
+                raise ConfigError(f"Rules.{f.name}={value!r} is invalid: it must be an int")
         _require(1 <= self.n_colors <= 8, "n_colors", self.n_colors, "between 1 and 8")
         _require(1 <= self.n_ranks <= 20, "n_ranks", self.n_ranks, "between 1 and 20")
         _require(self.min_rank >= 0, "min_rank", self.min_rank, ">= 0")
@@ -199,4 +199,4 @@ COLOR_NAMES = ("red", "green", "blue", "white", "yellow", "purple", "orange", "c
 
 def _require(ok: bool, field: str, value: object, constraint: str) -> None:
     if not ok:
-        raise ValueError(f"Rules.{field}={value!r} is invalid: it must be {constraint}")
+        raise ConfigError(f"Rules.{field}={value!r} is invalid: it must be {constraint}")

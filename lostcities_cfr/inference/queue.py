@@ -23,10 +23,15 @@ third more rows at the batch sizes of a classic traversal), so by default
 ``pad="always"`` pads every forward, ``bucket_sizes=None`` none.
 
 Backends: ``"eager"`` calls the registered module; ``"compiled"`` calls a
-``torch.compile`` handle built over the same module (and head), sharing its
-parameters, so the module, its ``state_dict`` keys and checkpoints stay the
-same whichever backend runs; :meth:`InferenceQueue.set_backend` switches at run
-time and compiled handles are kept for switching back.
+``torch.compile`` handle built over the same module, sharing its parameters, so
+the module, its ``state_dict`` keys and checkpoints stay the same whichever
+backend runs; :meth:`InferenceQueue.set_backend` switches at run time and
+compiled handles are kept for switching back. The heads run eagerly after the
+compiled forward: one graph per bucket size then serves every head and every
+network of the same shape (a new head at iteration 2 compiles nothing, and
+dynamo's eight graphs per function are not spent on heads), and a head that
+ignores the outputs (CFR's first, uniform iteration) cannot let the compiler
+drop the network's forward. A head is a few elementwise operations on [n, A].
 
 ``local=True`` runs every row as a batch of one, as a per-walker server would;
 it exists to measure what batching buys.
@@ -59,22 +64,35 @@ def raw_outputs(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return outputs
 
 
+class _FloatOutputs(nn.Module):
+    """``module(features).float()``: the part of a query that the compiled backend compiles.
+
+    Outputs are cast to float32, so a bfloat16 network's strategies are still
+    normalised in float32.
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.module(features).float()
+
+
 class HeadedModule(nn.Module):
     """``head(module(features).float(), legal)``: one network query as a single module.
 
-    Holds the registered module as a submodule (no parameters of its own), so
-    compiling it compiles the forward and the head together while the
-    registered module stays as it is. Outputs are cast to float32 before the
-    head, so a bfloat16 network's strategies are still normalised in float32.
+    Holds the registered module as a submodule (no parameters of its own), so the
+    registered module stays as it is.
     """
 
     def __init__(self, module: nn.Module, head: Head) -> None:
         super().__init__()
-        self.module = module
+        self.outputs = _FloatOutputs(module)
         self.head = head
 
     def forward(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        return self.head(self.module(features).float(), legal)
+        return self.head(self.outputs(features), legal)
 
 
 class Ticket:
@@ -96,7 +114,7 @@ class Ticket:
 @dataclass
 class _Network:
     eager: HeadedModule
-    compiled: nn.Module | None = None  # built on first use of the compiled backend
+    compiled: nn.Module | None = None  # its forward, compiled on first use of the backend
     pending: list[tuple[torch.Tensor, torch.Tensor, Ticket]] = field(default_factory=list)
 
 
@@ -211,7 +229,7 @@ class InferenceQueue:
         start_time = time.perf_counter()
         # Read at every flush: the module may have moved or changed dtype since
         # it was registered (a bfloat16 network takes bfloat16 features).
-        parameter = next(network.eager.module.parameters(), None)
+        parameter = next(network.eager.parameters(), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
         dtype = parameter.dtype if parameter is not None else torch.float32
         pending, network.pending = network.pending, []
@@ -223,10 +241,15 @@ class InferenceQueue:
         for start, stop, size in self._chunks(features.shape[0], padded):
             pad = size - (stop - start)
             x, m = features[start:stop], legal[start:stop]
-            if pad:
-                # Padding rows are all-zero features with no legal action.
-                x = nn.functional.pad(x, (0, 0, 0, pad))
-                m = nn.functional.pad(m, (0, 0, 0, pad))
+            if padded:
+                # Padding rows are all-zero features with no legal action. A full bucket is
+                # copied too: a compiled forward guards on its inputs' strides and on whether
+                # they are inference tensors, and a caller's rows (often a transposed view of
+                # the engine's batch-last state) differ from a copy made here on both, so each
+                # bucket would compile two or three times, which soon exhausts dynamo's
+                # recompile limit and leaves the rest of the run eager.
+                x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
+                m = torch.cat([m, m.new_zeros(pad, m.shape[1])])
             outputs.append(forward(x, m)[: stop - start])
             self.calls += 1
             self.rows += stop - start
@@ -242,19 +265,21 @@ class InferenceQueue:
             torch.cuda.synchronize(device)
         self.policy_network_seconds += time.perf_counter() - start_time
 
-    def _forward_fn(self, network: _Network) -> nn.Module:
+    def _forward_fn(self, network: _Network) -> Head:
+        """``(features, legal) -> head output`` of the backend in use."""
         if self.backend == "eager":
             return network.eager
         if network.compiled is None:
             network.compiled = torch.compile(
-                network.eager,
+                network.eager.outputs,
                 # Fixed shapes: one graph per bucket. Without buckets every
                 # size is new, so let dynamo generalise instead.
                 dynamic=False if self.local or self.bucket_sizes is not None else None,
                 mode=self.compile_mode,
                 backend=self.compile_backend,
             )
-        return network.compiled
+        compiled, head = network.compiled, network.eager.head
+        return lambda features, legal: head(compiled(features), legal)
 
     def _chunks(self, n: int, padded: bool) -> Iterator[tuple[int, int, int]]:
         """(start, stop, padded size) of each forward over n rows."""

@@ -1,46 +1,290 @@
-"""Agents from Deep CFR checkpoints (the ``ckpt:PATH[:current][:greedy]`` agent spec).
+"""Models and agents from checkpoint files (the ``ckpt:PATH[:current][:greedy]`` agent spec).
 
-A checkpoint written by ``fit`` holds the model's hyperparameters and all three networks;
-:func:`load_agent` rebuilds the model from them (never its reservoirs, which only training
-needs) and returns the agent of :meth:`DeepCFR.agent`. Importing this module registers
-the ``ckpt`` agent kind, so the agent layer below never imports training.
+Loading is safe: a file is read with ``torch.load(weights_only=True)``, which builds tensors
+and plain data only and refuses anything else, so a crafted file cannot run code. Models
+therefore keep everything they save beside their weights as plain data
+(:func:`plain_data`: a sampler becomes its ``class_path`` and ``init_args``).
+
+A checkpoint names its model's class under the plain key ``model_class`` (``DeepCFR`` where it
+is missing, as in checkpoints older than the key); only classes on an allow-list are built,
+and a module adds its own with :func:`register_model_class`. The model is rebuilt from its
+hyperparameters by their types (LightningCLI's ``instantiate_module``), never by a function a
+file names, and a class path inside them must lie in this package or in torch. A loadable
+model offers ``rules`` and ``agent(policy, greedy, seed)``, as
+:class:`~lostcities_cfr.training.evaluation.PolicyModel` describes.
+
+Importing this module registers the ``ckpt`` agent kind, so the agent layer below never
+imports training.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import os
+import zipfile
+from importlib import import_module
 from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from lightning_fabric.plugins import TorchCheckpointIO
+from pytorch_lightning.cli import instantiate_module
 
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
-from lostcities_cfr.errors import AgentSpecError
-from lostcities_cfr.training.module import DeepCFR
+from lostcities_cfr.arena import describe_rules, plays_rules
+from lostcities_cfr.errors import AgentSpecError, CheckpointError
+from lostcities_cfr.game import Rules
 
 CKPT_USAGE = "ckpt:PATH[:current][:greedy]"
 CKPT_HELP = "a checkpoint's average strategy (:current = regret matching on its advantage nets)"
+MODEL_CLASS_KEY = "model_class"
+DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
+# Importing a module runs its code, so a class path read from a file must name one of these.
+SAFE_CLASS_PATH_PREFIXES = ("lostcities_cfr.", "torch.")
+
+_LOADABLE: dict[str, type[pl.LightningModule] | None] = {DEFAULT_MODEL_CLASS: None}
+"""Allow-listed model classes by class path; ``None`` until first imported."""
 
 
-def load_model(path: str | Path) -> DeepCFR:
-    """The :class:`DeepCFR` saved at ``path``, on the CPU, in eval mode.
+def class_path(cls: type) -> str:
+    """``module.QualName`` of a class, as ``model_class`` and ``class_path`` spell it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
-    The file is unpickled in full (hyperparameters may hold objects such as a sampler), so
-    load only checkpoints you trust.
+
+def register_model_class(model_class: type[pl.LightningModule] | str) -> None:
+    """Allow checkpoints whose ``model_class`` names this class (or class path) to load.
+
+    A class path is imported only when such a checkpoint is loaded, so a package can list
+    its models without importing them.
     """
-    model = DeepCFR.load_from_checkpoint(path, map_location="cpu", weights_only=False)
+    if isinstance(model_class, str):
+        _LOADABLE.setdefault(model_class, None)
+    else:
+        _LOADABLE[class_path(model_class)] = model_class
+
+
+def loadable_model_classes() -> list[str]:
+    """The class paths :func:`load_model` builds."""
+    return sorted(_LOADABLE)
+
+
+def plain_data(value: Any) -> Any:
+    """``value`` as what ``torch.load(weights_only=True)`` reads back: plain data and tensors.
+
+    Dataclasses (``Rules``, ``NetworkConfig``) become dicts of their fields; any other object
+    becomes ``{"class_path", "init_args"}`` (LightningCLI's form) from its constructor's
+    parameters, which it must keep as attributes of the same names (the samplers do).
+    """
+    if value is None or isinstance(value, bool | int | float | str | torch.Tensor):
+        return value
+    if isinstance(value, list | tuple):
+        return [plain_data(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain_data(item) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain_data(dataclasses.asdict(value))
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    signature = inspect.signature(type(value)).parameters.values()
+    parameters = [p.name for p in signature if p.kind not in variadic]
+    missing = [name for name in parameters if not hasattr(value, name)]
+    if missing:
+        raise CheckpointError(
+            f"{type(value).__name__} cannot be saved as plain data: it keeps no attribute "
+            f"{missing[0]!r} for its constructor argument of that name"
+        )
+    return {
+        "class_path": class_path(type(value)),
+        "init_args": {name: plain_data(getattr(value, name)) for name in parameters},
+    }
+
+
+class StreamingCheckpointIO(TorchCheckpointIO):
+    """Lightning's ``TorchCheckpointIO``, writing a checkpoint straight into its file.
+
+    Lightning's serialises the whole checkpoint into memory before writing it, which for a
+    run with millions of reservoir rows doubles their memory while it saves
+    (``docs/performance.md``). This one ``torch.save``s into a hidden file beside the target
+    and renames it over the target once complete, so a save that is killed leaves the
+    previous checkpoint whole and no truncated one. Loading is Lightning's.
+    """
+
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any | None = None
+    ) -> None:
+        if storage_options is not None or "://" in str(path):  # remote storage: Lightning's
+            super().save_checkpoint(checkpoint, path, storage_options)
+            return
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        torch.save(checkpoint, partial)
+        os.replace(partial, path)
+
+
+def read_checkpoint(path: str | Path, mmap: bool = False) -> dict[str, Any]:
+    """The checkpoint at ``path``, read with ``torch.load(weights_only=True)`` onto the CPU.
+
+    ``mmap`` maps tensors instead of reading them (to look at a big checkpoint's settings).
+
+    Raises:
+        CheckpointError: no such file, a file the safe loader refuses, or one that is not a
+            readable checkpoint (truncated, corrupted); the message names the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        dangling = " (a link to a missing file)" if path.is_symlink() else ""
+        raise CheckpointError(f"checkpoint {path}: no such file{dangling}")
+    try:
+        checkpoint = torch.load(
+            path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path)
+        )
+    except Exception as error:  # torch raises many kinds for a bad file; each is one answer
+        text = str(error).strip()
+        # The safe unpickler names what it refused: a global (a function or class to call)
+        # or an object it cannot build. Anything else is a damaged or foreign file.
+        reason = text.split("WeightsUnpickler error:", 1)[-1].strip()
+        reason = reason.splitlines()[0].split(" was not", 1)[0] if reason else ""
+        if "WeightsUnpickler error" in text and ("GLOBAL" in reason or "Can only" in reason):
+            raise CheckpointError(
+                f"checkpoint {path}: refused: it holds more than tensors and plain data "
+                f"({reason}), and loading that could run code; checkpoints written by fit "
+                "hold tensors and plain data only"
+            ) from None
+        if "WeightsUnpickler error" not in text:
+            reason = text.splitlines()[0].split(". ")[0] if text else ""
+        raise CheckpointError(
+            f"checkpoint {path}: not a readable checkpoint, truncated or corrupted "
+            f"({type(error).__name__}: {reason[:160]})"
+        ) from None
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
+        raise CheckpointError(
+            f"checkpoint {path}: holds no state_dict; expected a checkpoint written by fit"
+        )
+    return checkpoint
+
+
+def model_class_of(checkpoint: dict[str, Any], path: str | Path) -> type[pl.LightningModule]:
+    """The allow-listed class named by ``checkpoint[model_class]`` (DeepCFR when absent)."""
+    name = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
+    if not isinstance(name, str) or name not in _LOADABLE:
+        raise CheckpointError(
+            f"checkpoint {path}: {MODEL_CLASS_KEY}={name!r} is not a loadable model class; "
+            f"expected one of {loadable_model_classes()} (register_model_class adds one)"
+        )
+    cls = _LOADABLE[name]
+    if cls is None:
+        module, _, attribute = name.rpartition(".")
+        cls = getattr(import_module(module), attribute)
+        _LOADABLE[name] = cls
+    return cls
+
+
+def hyperparameters(checkpoint: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """The checkpoint's model arguments, with Lightning's bookkeeping keys dropped.
+
+    Raises:
+        CheckpointError: a class path among them lies outside this package and torch.
+    """
+    hparams = {
+        key: value
+        for key, value in checkpoint.get("hyper_parameters", {}).items()
+        if key not in ("_instantiator", "_class_path")
+    }
+    for found in _class_paths(hparams):
+        if not isinstance(found, str) or not found.startswith(SAFE_CLASS_PATH_PREFIXES):
+            raise CheckpointError(
+                f"checkpoint {path}: class_path={found!r} in its hyperparameters lies outside "
+                f"{', '.join(p.rstrip('.') for p in SAFE_CLASS_PATH_PREFIXES)}; refused"
+            )
+    return hparams
+
+
+def _class_paths(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        found = [value["class_path"]] if "class_path" in value else []
+        return found + [path for item in value.values() for path in _class_paths(item)]
+    if isinstance(value, list):
+        return [path for item in value for path in _class_paths(item)]
+    return []
+
+
+def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModule:
+    """The model saved at ``path``, on the CPU, in eval mode (never its training buffers).
+
+    Args:
+        path: a checkpoint written by ``fit``.
+        rules: the rules it is meant to play; rules of other features or actions are refused
+            with both named.
+
+    Raises:
+        CheckpointError: the file cannot be read safely, names no loadable class, or holds
+            weights that do not fit its own rules or ``rules`` (names the file).
+    """
+    checkpoint = read_checkpoint(path)
+    cls = model_class_of(checkpoint, path)
+    try:
+        model = instantiate_module(cls, hyperparameters(checkpoint, path))
+    except (TypeError, ValueError) as error:
+        if isinstance(error, CheckpointError):
+            raise
+        raise CheckpointError(
+            f"checkpoint {path}: its hyperparameters do not build a {cls.__name__} "
+            f"({str(error).strip().splitlines()[0]})"
+        ) from None
+    own_rules = getattr(model, "rules", None)
+    if rules is not None and own_rules is not None and not plays_rules(own_rules, rules):
+        raise CheckpointError(
+            f"checkpoint {path} plays {describe_rules(own_rules)}; expected {describe_rules(rules)}"
+        )
+    try:
+        model.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as error:
+        details = [line.strip() for line in str(error).splitlines()[1:] if line.strip()]
+        raise CheckpointError(
+            f"checkpoint {path}: its weights do not fit the {cls.__name__} of "
+            f"{describe_rules(own_rules) if own_rules else 'its hyperparameters'} "
+            f"({details[0] if details else str(error)})"
+        ) from None
+    check_finite_weights(checkpoint, path)
     return model.eval()
 
 
+def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:
+    """Refuse a checkpoint whose weights hold NaN or infinite values, naming the first."""
+    for name, tensor in checkpoint["state_dict"].items():
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
+            raise CheckpointError(
+                f"checkpoint {path}: weight {name} holds NaN or infinite values (a corrupted "
+                "file or a diverged run)"
+            )
+
+
 def load_agent(
-    path: str | Path, policy: str = "average", greedy: bool = False, seed: int | None = None
+    path: str | Path,
+    policy: str = "average",
+    greedy: bool = False,
+    seed: int | None = None,
+    rules: Rules | None = None,
 ) -> Agent:
-    """The agent playing a checkpoint's ``"average"`` or ``"current"`` strategy.
+    """The agent playing a checkpoint's ``policy`` (DeepCFR: ``"average"`` or ``"current"``).
+
+    The agent's ``rules`` are the checkpoint's, so the arena and ``play`` refuse it in a game
+    of other rules before the first move.
 
     Args:
         path: a checkpoint written by ``fit`` (e.g. ``runs/quickstart/checkpoints/last.ckpt``).
-        policy: ``"average"`` (the strategy network, Deep CFR's output) or ``"current"``
-            (regret matching on the advantage networks).
+        policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output) or
+            ``"current"`` (regret matching on the advantage networks).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
+        rules: the rules it is meant to play (see :func:`load_model`).
     """
-    return load_model(path).agent(policy, greedy=greedy, seed=seed)
+    model = load_model(path, rules)
+    agent = model.agent(policy, greedy=greedy, seed=seed)
+    agent.rules = model.rules
+    return agent
 
 
 def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:

@@ -26,6 +26,7 @@ a run where its last completed iteration left it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,11 +50,12 @@ from lostcities_cfr.cfr.traversal import (
     TraversalContext,
     TraversalStats,
 )
-from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.errors import AgentSpecError, ConfigError, NonFiniteError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
+from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 from lostcities_cfr.training.evaluation import evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
@@ -183,7 +185,7 @@ class DeepCFR(pl.LightningModule):
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
         with torch.inference_mode():
-            logits = self.strategy_net(features.to(self.device)).float()
+            logits = self.strategy_net(features.to(self.device, self.dtype)).float()
             return masked_softmax(logits, legal.to(self.device)).to(features.device)
 
     # ---- Lightning: setup -------------------------------------------------------------------
@@ -246,8 +248,8 @@ class DeepCFR(pl.LightningModule):
         """Walk ``traversals_per_player`` games for each player; fill ``iteration_metrics``."""
         head = uniform_strategy if self.iteration == 1 else regret_matching
         if head is not self._queue_head:
-            # Only when the head changes: a compiled queue handle belongs to one
-            # registration, so registering every iteration would compile every iteration.
+            # Only when the head changes: a registration replaces the queue's handles,
+            # compiled ones included (dynamo's cache serves the new ones' graphs).
             for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
                 self.queue.register(name, net, head)
             self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
@@ -331,7 +333,9 @@ class DeepCFR(pl.LightningModule):
             return
         start = time.perf_counter()
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
-        outputs = net(rows.features)
+        # The rows come from the buffer, not from a dataloader, so Lightning never converts
+        # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
+        outputs = net(self.trainer.precision_plugin.convert_input(rows.features))
         loss = loss_fn(
             outputs, rows.legal, rows.targets, rows.iteration, self.hparams.weight_exponent
         )
@@ -341,6 +345,19 @@ class DeepCFR(pl.LightningModule):
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
         optimizer.step()
         value = loss.item()  # also waits for the device, so the time below is the update's
+        if not math.isfinite(value):
+            # Before this iteration's checkpoint, so the last one on disk stays the last good one.
+            before = self.iteration - 1
+            kept = (
+                f"the last checkpoint, iteration {before}'s, is kept"
+                if before
+                else "no iteration has ended, so there is no checkpoint"
+            )
+            raise NonFiniteError(
+                f"{metrics.loss(name)}={value} at iteration {self.iteration}, update "
+                f"{self._loss_counts.get(name, 0) + 1}: training stopped before this "
+                f"iteration's checkpoint ({kept})"
+            )
         kind = "strategy" if name == STRATEGY_NETWORK else "advantage"
         self._train_seconds[kind] += time.perf_counter() - start
         self._loss_sums[name] = self._loss_sums.get(name, 0.0) + value
@@ -395,6 +412,10 @@ class DeepCFR(pl.LightningModule):
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Plain data only, so that the file loads with torch.load(weights_only=True); the
+        # class is named for the checkpoint loader's allow-list.
+        checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
+        checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
         if self.strategy_buffer is None:
             return
         checkpoint["deep_cfr"] = {
@@ -408,16 +429,25 @@ class DeepCFR(pl.LightningModule):
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # A resume may change the learning rate: this run's, not the saved optimizers' copy.
+        for optimizer_state in checkpoint.get("optimizer_states", []):
+            for group in optimizer_state["param_groups"]:
+                group["lr"] = self.hparams.learning_rate
         # Applied in on_train_start, once the reservoirs exist on the training device;
         # loading weights alone (validate, an agent) never builds them.
         self._resume_state = checkpoint.get("deep_cfr")
 
     def _restore_training_state(self, state: dict[str, Any]) -> None:
-        for buffer, buffer_state in zip(
-            self.advantage_buffers, state["advantage_buffers"], strict=True
+        buffer_states = [*state["advantage_buffers"], state["strategy_buffer"]]
+        for (name, buffer), buffer_state in zip(
+            self.row_buffers().items(), buffer_states, strict=True
         ):
-            buffer.load_state_dict(buffer_state)
-        self.strategy_buffer.load_state_dict(state["strategy_buffer"])
+            try:
+                buffer.load_state_dict(buffer_state)
+            except NonFiniteError as error:
+                raise NonFiniteError(
+                    f"checkpoint {self.trainer.ckpt_path}: buffer {name}: {error}"
+                ) from None
         self.traversal_generator.set_state(state["traversal_generator"])
         self.batch_generator.set_state(state["batch_generator"])
         torch.set_rng_state(state["torch_rng"])

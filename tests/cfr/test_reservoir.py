@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lostcities_cfr.cfr import ReservoirBuffer, last_writers, reservoir_slots
-from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.errors import ConfigError, NonFiniteError
 
 F, A = 6, 4
 
@@ -154,6 +154,27 @@ def test_state_dict_round_trip_continues_exactly():
     assert torch.equal(restored.iteration, buffer.iteration)
     assert torch.equal(restored.features, buffer.features)
     assert torch.equal(restored.sample(64).targets, buffer.sample(64).targets)
+
+
+@pytest.mark.parametrize("field", ["features", "targets"])
+def test_loading_a_state_with_non_finite_rows_is_refused_and_changes_nothing(field):
+    buffer = ReservoirBuffer(50, F, A, seed=7)
+    buffer.add(**rows(0, 30))
+    state = buffer.state_dict()
+    state[field][3, 0] = float("nan")  # a flipped bit in a checkpoint
+    restored = ReservoirBuffer(50, F, A)
+    with pytest.raises(NonFiniteError, match=f"{field} hold NaN"):
+        restored.load_state_dict(state)
+    assert len(restored) == 0
+
+
+def test_a_full_buffers_state_shares_its_storage_and_a_partial_ones_copies_its_rows():
+    buffer = ReservoirBuffer(50, F, A, seed=7)
+    buffer.add(**rows(0, 30))
+    partial = buffer.state_dict()["features"]
+    assert partial.shape == (30, F) and partial.untyped_storage().nbytes() == 30 * F * 2
+    buffer.add(**rows(30, 100))
+    assert buffer.state_dict()["features"].data_ptr() == buffer.features.data_ptr()
 
 
 def test_loading_a_state_of_another_capacity_is_refused():

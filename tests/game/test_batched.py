@@ -81,6 +81,16 @@ def test_illegal_action_raises_names_it_and_changes_nothing():
         batch.step(torch.zeros(3, dtype=torch.long))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bool])
+def test_actions_of_a_non_integer_dtype_are_refused_not_truncated(dtype):
+    batch = GameBatch.new(CLASSIC, 4, seed=1)
+    before = batch.clone()
+    actions = random_legal_actions(batch.legal_mask()).to(dtype)
+    with pytest.raises(TypeError, match=f"dtype {dtype}; expected an integer dtype"):
+        batch.step(actions + 0.5 if dtype.is_floating_point else actions)
+    assert batch.to_states() == before.to_states()
+
+
 def test_finished_games_ignore_actions_and_have_no_legal_action():
     batch = GameBatch.new(CLASSIC, 6, seed=2)
     play_random(batch, 2)

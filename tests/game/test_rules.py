@@ -64,8 +64,8 @@ def test_tiny_deals_two_cards_each_and_leaves_two_in_the_deck():
         ("bonus", True),
     ],
 )
-def test_invalid_field_raises_value_error_naming_the_field(field, value):
-    with pytest.raises(ValueError, match=rf"Rules\.{field}\b"):
+def test_invalid_field_raises_a_config_error_naming_the_field(field, value):
+    with pytest.raises(ConfigError, match=rf"Rules\.{field}={value!r} is invalid"):
         Rules(**{field: value})
 
 

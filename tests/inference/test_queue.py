@@ -1,6 +1,7 @@
 import pytest
 import torch
 from torch import nn
+from torch._dynamo.utils import counters
 
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.inference import InferenceQueue
@@ -223,6 +224,30 @@ def check_compiled_backend_equals_eager(compile_backend: str) -> None:
 def test_compiled_backend_shares_the_registered_modules_parameters():
     # Dynamo tracing only: checks the handle without generating kernels.
     check_compiled_backend_equals_eager("eager")
+
+
+def ignore_outputs(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    return legal.float()
+
+
+def test_compiled_backend_compiles_each_bucket_once_whatever_rows_and_heads_it_is_given():
+    torch._dynamo.reset()
+    queue = InferenceQueue(bucket_sizes=(4, 8), backend="compiled", compile_backend="eager")
+    net = RecordingNet()
+    start = counters["stats"]["unique_graphs"]
+    features, legal = queries(8)
+    # Full buckets as given (row-major, or a transposed view of batch-last state as the
+    # engine's encode returns) and padded ones; heads replaced as between CFR iterations,
+    # and a second network of the same shape.
+    batch_last = features.t().contiguous().t(), legal.t().contiguous().t()
+    for name, head in (("adv", ignore_outputs), ("adv", masked_head), ("strategy", masked_head)):
+        queue.register(name, RecordingNet().layers if name == "strategy" else net.layers, head)
+        for rows, mask in ((features, legal), batch_last):
+            for n in (4, 3, 8, 5):
+                result = queue(name, rows[:n], mask[:n])
+                if name == "adv" and head is masked_head:
+                    torch.testing.assert_close(result, direct(net, features[:n], legal[:n]))
+    assert counters["stats"]["unique_graphs"] - start == 2
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ folder that pytest puts on ``sys.path``.
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
@@ -38,10 +39,13 @@ class BufferProbe(pl.Callback):
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.states is None:
             self.iteration = pl_module.iteration
-            self.states = {
-                "advantage_buffers": [b.state_dict() for b in pl_module.advantage_buffers],
-                "strategy_buffer": pl_module.strategy_buffer.state_dict(),
-            }
+            # Copies: a full buffer's state shares its storage, which training goes on filling.
+            self.states = copy.deepcopy(
+                {
+                    "advantage_buffers": [b.state_dict() for b in pl_module.advantage_buffers],
+                    "strategy_buffer": pl_module.strategy_buffer.state_dict(),
+                }
+            )
 
 
 class RankStateProbe(pl.Callback):
@@ -61,3 +65,16 @@ class RankStateProbe(pl.Callback):
             ],
         }
         torch.save(state, Path(self.folder) / f"rank{trainer.global_rank}.pt")
+
+
+class PoisonStrategyNetwork(pl.Callback):
+    """After ``iteration``'s traversal, fills the strategy network's weights with NaN: a
+    network gone bad (a flipped bit, a diverged update) just before it trains."""
+
+    def __init__(self, iteration: int = 2) -> None:
+        self.iteration = iteration
+
+    def on_traversal_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if pl_module.iteration == self.iteration:
+            for parameter in pl_module.strategy_net.parameters():
+                parameter.data.fill_(float("nan"))

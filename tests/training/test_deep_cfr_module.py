@@ -180,3 +180,26 @@ def test_fit_ends_with_the_final_evaluation_against_random(capsys):
     fit(model, max_epochs=1)
     out = capsys.readouterr().out
     assert "average vs random: 30 games" in out
+
+
+def test_bf16_true_precision_trains_traverses_and_plays_in_bfloat16():
+    """Lightning converts the weights to bfloat16 but never sees the rows the module samples
+    itself, nor the features of the queue's and the agents' forwards."""
+    model = tiny_model(final_eval_games=20)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        precision="bf16-true",
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model)
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert torch.isfinite(trainer.callback_metrics["loss/advantage_p0"])
+    assert torch.isfinite(trainer.callback_metrics["loss/strategy"])
+    rules = model.rules
+    features = torch.zeros(3, feature_size(rules))
+    legal = torch.ones(3, rules.n_actions, dtype=torch.bool)
+    assert model.average_policy(features, legal).dtype == torch.float32

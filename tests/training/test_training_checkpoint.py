@@ -1,25 +1,37 @@
 """Checkpoints: a run killed with SIGKILL resumes from its last checkpoint as if never
 stopped; seeded runs repeat exactly; agents load from checkpoint files and ``ckpt:`` specs
-parse."""
+parse; loading is safe (plain data only, allow-listed model classes) and a bad file, or one
+of other rules, gets one error naming it."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 import torch
 from run_probes import BufferProbe
-from tiny_training import cli_subprocess
+from tiny_training import TINY_MODEL, cli_subprocess
 
+from lostcities_cfr import evaluate_cli, play
 from lostcities_cfr.agents import RandomAgent, agent_from_spec
 from lostcities_cfr.arena import evaluate
-from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.errors import AgentSpecError, LostCitiesError
 from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
-from lostcities_cfr.training.checkpoint import load_agent
+from lostcities_cfr.training import checkpoint as checkpoint_module
+from lostcities_cfr.training.checkpoint import (
+    class_path,
+    load_agent,
+    load_model,
+    register_model_class,
+)
 
 
 def assert_same_buffers(a: dict, b: dict) -> None:
@@ -78,7 +90,7 @@ def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_confi
         time.sleep(0.1)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    checkpoint = torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=False)
+    checkpoint = torch.load(tmp_path / "killed" / "checkpoints" / "last.ckpt", weights_only=True)
     assert checkpoint["deep_cfr"]["strategy_buffer"]["iteration"].max() == 1
 
     resumed = run(
@@ -153,3 +165,147 @@ def test_checkpoint_specs_parse_path_policy_and_greedy(
 def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_load_agent):
     with pytest.raises(AgentSpecError, match="one of :average and :current"):
         agent_from_spec(f"ckpt:{checkpoint_file}:average:current")
+
+
+class OpenOnLoad:
+    """Pickles as ``open(marker, "w")``: unpickling it unsafely creates ``marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+class TaggedDeepCFR(DeepCFR):
+    """A model class of its own, as another module adds one."""
+
+
+@pytest.fixture
+def fitted(write_config, tmp_path) -> Path:
+    """last.ckpt of a one-iteration tiny run."""
+    run("fit", ["--config", str(write_config(name="fitted", max_epochs=1, final_eval_games=0))])
+    return tmp_path / "fitted" / "checkpoints" / "last.ckpt"
+
+
+def test_a_pickle_bomb_checkpoint_is_refused_without_running_its_code(tmp_path, capsys):
+    marker = tmp_path / "code-ran"
+    bomb = tmp_path / "bomb.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": {}, "payload": OpenOnLoad(marker)}, bomb)
+    with pytest.raises(LostCitiesError, match=rf"{bomb}: refused.*GLOBAL io\.open"):
+        agent_from_spec(f"ckpt:{bomb}")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate_cli.main(["--agent", f"ckpt:{bomb}"])
+    assert exit_info.value.code == 2
+    assert f"error: checkpoint {bomb}: refused" in capsys.readouterr().err
+    assert not marker.exists()
+
+
+def test_checkpoints_hold_plain_data_and_name_their_model_class(fitted, tmp_path):
+    checkpoint = torch.load(fitted, weights_only=True)
+    assert checkpoint["model_class"] == "lostcities_cfr.training.module.DeepCFR"
+    # A model built in Python holds objects (a sampler) that the checkpoint keeps as data.
+    model = DeepCFR(
+        **TINY_MODEL
+        | {
+            "network": NetworkConfig(width=32, depth=2),
+            "sampler": ExternalSampling(walkers=16, max_frontier=4096),
+        }
+    )
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "python.ckpt")
+    saved = torch.load(tmp_path / "python.ckpt", weights_only=True)
+    assert saved["hyper_parameters"]["sampler"] == {
+        "class_path": "lostcities_cfr.cfr.external_sampling.ExternalSampling",
+        "init_args": {"walkers": 16, "utility_scale": 1.0, "max_frontier": 4096},
+    }
+    loaded = load_model(tmp_path / "python.ckpt")
+    assert isinstance(loaded.sampler, ExternalSampling) and loaded.sampler.walkers == 16
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name]), name
+
+
+def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_path, capsys):
+    tiny = r"tiny rules \(feature size 56, 15 actions\)"
+    classic = r"classic rules \(feature size 421, 106 actions\)"
+    agent = agent_from_spec(f"ckpt:{fitted}")
+    with pytest.raises(LostCitiesError, match=rf"plays {tiny}; this game is {classic}"):
+        evaluate(agent, agent_from_spec("random"), 2)  # classic rules by default
+    with pytest.raises(LostCitiesError, match=rf"plays {tiny}; expected {classic}"):
+        load_model(fitted, rules=Rules.classic())
+
+    def no_move(prompt: str) -> str:
+        raise AssertionError("play asked for a move before refusing the opponent")
+
+    with pytest.raises(SystemExit):
+        play.main(["--opponent", f"ckpt:{fitted}"], read=no_move, write=print)
+    assert "plays tiny rules (feature size 56" in capsys.readouterr().err
+    # Weights that do not fit the rules their own checkpoint names.
+    checkpoint = torch.load(fitted, weights_only=True)
+    checkpoint["hyper_parameters"]["rules"] = "six-colors"
+    torch.save(checkpoint, tmp_path / "mislabelled.ckpt")
+    with pytest.raises(LostCitiesError, match=r"do not fit the DeepCFR of six-colors rules"):
+        load_model(tmp_path / "mislabelled.ckpt")
+
+
+def test_a_checkpoint_plays_rules_that_differ_only_in_scoring_or_turn_cap(tmp_path):
+    # The quickstart trains with max_turns 400 and is evaluated on the classic game.
+    model = DeepCFR(
+        rules=Rules(max_turns=400),
+        network=NetworkConfig(width=16, depth=1),
+        advantage_buffer_size=16,
+        strategy_buffer_size=16,
+        final_eval_games=0,
+    )
+    trainer = pl.Trainer(max_epochs=0, accelerator="cpu", logger=False, enable_checkpointing=False)
+    trainer.fit(model)
+    trainer.save_checkpoint(tmp_path / "quick.ckpt")
+    agent = agent_from_spec(f"ckpt:{tmp_path / 'quick.ckpt'}", seed=0)
+    assert evaluate(agent, agent_from_spec("random", seed=1), 2).games == 2
+
+
+def test_a_truncated_or_corrupted_checkpoint_gives_one_error_naming_the_file(fitted, tmp_path):
+    truncated, garbage, poisoned = (tmp_path / f"{n}.ckpt" for n in ("cut", "text", "nan"))
+    data = fitted.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    garbage.write_text("not a checkpoint")
+    checkpoint = torch.load(fitted, weights_only=True)
+    checkpoint["state_dict"]["strategy_net.head.bias"][0] = float("nan")
+    torch.save(checkpoint, poisoned)
+    for path, reason in [
+        (truncated, "not a readable checkpoint, truncated or corrupted"),
+        (garbage, "not a readable checkpoint, truncated or corrupted"),
+        (poisoned, "weight strategy_net.head.bias holds NaN or infinite values"),
+    ]:
+        with pytest.raises(LostCitiesError) as error:
+            load_agent(path)
+        assert str(error.value).startswith(f"checkpoint {path}: {reason}")
+        assert "\n" not in str(error.value)
+
+
+def test_only_registered_model_classes_load(fitted, tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint_module, "_LOADABLE", dict(checkpoint_module._LOADABLE))
+    checkpoint = torch.load(fitted, weights_only=True)
+    tagged = tmp_path / "tagged.ckpt"
+    torch.save({**checkpoint, "model_class": class_path(TaggedDeepCFR)}, tagged)
+    with pytest.raises(LostCitiesError, match="TaggedDeepCFR' is not a loadable model class"):
+        load_model(tagged)
+    register_model_class(TaggedDeepCFR)
+    assert type(load_model(tagged)) is TaggedDeepCFR
+    # Checkpoints older than the key are DeepCFR's.
+    del checkpoint["model_class"]
+    torch.save(checkpoint, tmp_path / "old.ckpt")
+    assert type(load_model(tmp_path / "old.ckpt")) is DeepCFR
+    # A class path in the hyperparameters may only name this package or torch.
+    checkpoint["hyper_parameters"]["sampler"]["class_path"] = "antigravity.Sampler"
+    torch.save(checkpoint, tmp_path / "elsewhere.ckpt")
+    with pytest.raises(LostCitiesError, match=r"class_path='antigravity\.Sampler'.*refused"):
+        load_model(tmp_path / "elsewhere.ckpt")
