@@ -1,7 +1,7 @@
 """lostcities_cfr: Deep CFR agents for the card game Lost Cities, on PyTorch Lightning.
 
 The names a notebook needs are importable from here. The game, agents and
-arena load at once; the training names (``DeepCFR``, ``load_agent``) pull in
+arena load at once; the training names (``DeepCFR``, ``PPO``, ``load_agent``) pull in
 Lightning, so they load on first use. For the same reason the ``ckpt`` agent
 kind starts as a stand-in that imports the training layer, which registers the
 real kind, on the first ``ckpt:`` spec; every ``agent_from_spec`` sees it, since
@@ -31,10 +31,12 @@ from lostcities_cfr.game import GameBatch, GameState, Rules
 # name -> module, imported on first access (Lightning is slow to import)
 _LAZY = {
     "DeepCFR": "lostcities_cfr.training",
+    "PPO": "lostcities_cfr.baselines",
     "load_agent": "lostcities_cfr.training.checkpoint",
 }
 
 __all__ = [
+    "PPO",
     "Agent",
     "AgentSpecError",
     "ConfigError",

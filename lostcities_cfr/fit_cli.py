@@ -5,6 +5,10 @@ second ``--config``) plus dotted overrides such as ``--model.batch_size 512``;
 ``--print_config`` prints the whole experiment, defaults included. What the CLI adds to
 LightningCLI's defaults:
 
+- The model is :class:`DeepCFR` unless the config names another LightningModule with
+  ``model: {class_path: ..., init_args: ...}`` (``configs/ppo.yaml`` trains
+  :class:`~lostcities_cfr.baselines.PPO`); a plain ``model:`` mapping holds DeepCFR's
+  arguments.
 - W&B offline: the default logger is ``WandbLogger(offline=True)`` and ``WANDB_MODE``
   defaults to ``offline``, so nothing needs the network (``wandb sync`` uploads later).
 - One folder per run: ``trainer.default_root_dir`` (``runs/...``); checkpoints go to its
@@ -31,9 +35,11 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+import pytorch_lightning as pl
 import torch
 import yaml
 from lightning_fabric.utilities.exceptions import MisconfigurationException
@@ -108,7 +114,9 @@ class DeepCFRCLI(LightningCLI):
             }
         )
         parser.link_arguments("trainer.default_root_dir", "checkpoint.dirpath", checkpoint_dir)
-        parser.link_arguments("seed_everything", "model.seed", model_seed)
+        # The model class is chosen by model.class_path, DeepCFR by default.
+        parser.set_defaults({"model": {"class_path": class_path(DeepCFR)}})
+        parser.link_arguments("seed_everything", "model.init_args.seed", model_seed)
         parser.add_argument(
             "--threads",
             type=int | None,
@@ -141,16 +149,18 @@ class DeepCFRCLI(LightningCLI):
             return
         checkpoint = read_checkpoint(resume, mmap=True)
         model_class = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
-        if model_class != class_path(DeepCFR):
+        # jsonargparse may shorten the class path (lostcities_cfr.DeepCFR): compare classes
+        module, _, name = config.model.class_path.rpartition(".")
+        trained = class_path(getattr(import_module(module), name))
+        if model_class != trained:
             raise ConfigError(
-                f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains "
-                f"{class_path(DeepCFR)}"
+                f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains {trained}"
             )
         check_finite_weights(checkpoint, resume)
         if subcommand == "fit":
             runs.check_max_epochs(checkpoint, config.trainer.max_epochs, resume)
         dump = self.parser.dump(self.config, skip_link_targets=False, skip_none=False)
-        wanted = yaml.safe_load(dump)[subcommand]["model"]
+        wanted = yaml.safe_load(dump)[subcommand]["model"]["init_args"]
         runs.check_resumable(hyperparameters(checkpoint, resume), wanted, resume)
 
     def before_instantiate_classes(self) -> None:
@@ -193,7 +203,8 @@ def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
     # ``args`` usually is sys.argv[1:] minus the command, which LightningCLI warns about.
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
     return DeepCFRCLI(
-        DeepCFR,
+        pl.LightningModule,
+        subclass_mode_model=True,
         args=args,
         run=run,
         seed_everything_default=0,
@@ -233,7 +244,7 @@ def run(subcommand: str, argv: list[str]) -> DeepCFRCLI:
 
 
 def fit(argv: list[str]) -> None:
-    """``python -m lostcities_cfr fit``: train a Deep CFR agent."""
+    """``python -m lostcities_cfr fit``: train a Deep CFR agent (or the config's model)."""
     run("fit", argv)
 
 

@@ -38,13 +38,19 @@ from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
 CKPT_USAGE = "ckpt:PATH[:current][:greedy]"
-CKPT_HELP = "a checkpoint's average strategy (:current = regret matching on its advantage nets)"
+CKPT_HELP = (
+    "a checkpoint's policy (DeepCFR: the average strategy, :current = regret matching on its "
+    "advantage nets; PPO: its policy network)"
+)
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these.
 SAFE_CLASS_PATH_PREFIXES = ("lostcities_cfr.", "torch.")
 
-_LOADABLE: dict[str, type[pl.LightningModule] | None] = {DEFAULT_MODEL_CLASS: None}
+_LOADABLE: dict[str, type[pl.LightningModule] | None] = {
+    DEFAULT_MODEL_CLASS: None,
+    "lostcities_cfr.baselines.ppo.PPO": None,
+}
 """Allow-listed model classes by class path; ``None`` until first imported."""
 
 
@@ -263,12 +269,13 @@ def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:
 
 def load_agent(
     path: str | Path,
-    policy: str = "average",
+    policy: str | None = None,
     greedy: bool = False,
     seed: int | None = None,
     rules: Rules | None = None,
 ) -> Agent:
-    """The agent playing a checkpoint's ``policy`` (DeepCFR: ``"average"`` or ``"current"``).
+    """The agent playing a checkpoint's ``policy`` (DeepCFR: ``"average"`` or ``"current"``;
+    PPO: ``"policy"``).
 
     The agent's ``rules`` are the checkpoint's, so the arena and ``play`` refuse it in a game
     of other rules before the first move.
@@ -276,13 +283,19 @@ def load_agent(
     Args:
         path: a checkpoint written by ``fit`` (e.g. ``runs/quickstart/checkpoints/last.ckpt``).
         policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output) or
-            ``"current"`` (regret matching on the advantage networks).
+            ``"current"`` (regret matching on the advantage networks); ``None``: the model's
+            first policy (``model.policies[0]``: DeepCFR's average, PPO's policy).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
         rules: the rules it is meant to play (see :func:`load_model`).
     """
     model = load_model(path, rules)
-    agent = model.agent(policy, greedy=greedy, seed=seed)
+    if policy is not None and policy not in model.policies:
+        raise AgentSpecError(
+            f"checkpoint {path}: a {type(model).__name__} plays {list(model.policies)}, "
+            f"not {policy!r}"
+        )
+    agent = model.agent(model.policies[0] if policy is None else policy, greedy=greedy, seed=seed)
     agent.rules = model.rules
     return agent
 
@@ -309,7 +322,7 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
         raise AgentSpecError(f"no checkpoint file at {path!r}")
     return load_agent(
         path,
-        policy="current" if "current" in chosen else "average",
+        policy=next((p for p in ("average", "current") if p in chosen), None),
         greedy="greedy" in chosen,
         seed=seed,
     )
