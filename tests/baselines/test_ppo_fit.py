@@ -4,6 +4,7 @@ agent, a resume, the behaviour-cloning warm start and refused settings."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -42,13 +43,16 @@ def write_config(run_dir: Path, max_epochs: int = 3, **model: object) -> Path:
                 "init_args": {"save_dir": str(run_dir), "name": "csv"},
             },
             "callbacks": [
+                {
+                    "class_path": "lostcities_cfr.callbacks.IterationProgressBar",
+                    "init_args": {"lines": True},
+                },
                 {"class_path": "lostcities_cfr.callbacks.PhaseTimer"},
                 {
                     "class_path": "lostcities_cfr.callbacks.PeriodicEvaluation",
                     "init_args": {"every_n_iterations": 1, "games": 4, "opponents": ["random"]},
                 },
             ],
-            "enable_progress_bar": False,
             "enable_model_summary": False,
             "accelerator": "cpu",
         },
@@ -67,9 +71,16 @@ def logged_rows(run_dir: Path) -> list[dict[str, str]]:
     return rows
 
 
-def test_fit_trains_ppo_logs_documented_metrics_and_its_checkpoint_plays(tmp_path):
+def test_fit_trains_ppo_logs_documented_metrics_and_its_checkpoint_plays(tmp_path, capsys):
     run_dir = tmp_path / "ppo"
     main(["fit", "--config", str(write_config(run_dir))])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter")]
+    assert len(lines) == 3
+    for i, line in enumerate(lines, start=1):
+        assert re.match(
+            rf"iteration {i}/3: [\d.]+ s \| rollout [\d.]+ s, [\d.]+k? decisions/s", line
+        )
+        assert "| update 4 steps" in line and "policy" in line
     rows = logged_rows(run_dir)
     assert [float(row["iteration"]) for row in rows] == [1.0, 2.0, 3.0]
     columns = {name for row in rows for name, value in row.items() if value}
