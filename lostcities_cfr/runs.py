@@ -40,11 +40,14 @@ RESUMABLE_OVERRIDES = frozenset(
         "exploitability_every",
         "final_eval_games",
         "eval_opponent",
+        "value_updates",
+        "weight_decay",
+        "color_augmentation",
     }
 )
-"""Model arguments a resume may change. The others (rules, network, sampler, traversals per
-player, buffer sizes, warm start, weight exponent, seed) made the checkpoint's networks and
-reservoirs and must match them."""
+"""Model arguments a resume may change. The others (rules, networks, sampler, traversals per
+player, buffer sizes and holdout, warm start, weight exponent, seed) made the checkpoint's
+networks and reservoirs and must match them."""
 
 
 def resolve_ckpt_path(ckpt_path: str | None, checkpoint_dir: str | Path) -> Path | None:

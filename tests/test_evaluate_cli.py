@@ -5,6 +5,8 @@ import json
 import pytest
 import torch
 
+from lostcities_cfr.agents import HeuristicAgent
+from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cli import main as cli_main
 from lostcities_cfr.evaluate_cli import main
 
@@ -17,20 +19,19 @@ def restore_torch_threads():
     torch.set_num_threads(threads)
 
 
-def test_json_output_holds_every_reported_figure(capsys):
-    main(["--agent", "heuristic:cautious", "--opponent", "random", "--games", "20", "--json"])
+def test_json_output_is_the_evaluation_of_the_named_agents(capsys):
+    # Two deterministic agents: the figures depend on the deals (--seed) alone.
+    main(["--agent", "heuristic:cautious", "--opponent", "heuristic", "--games", "20", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert data["agent"] == "heuristic:cautious" and data["opponent"] == "random"
+    expected = evaluate(HeuristicAgent("cautious"), HeuristicAgent(), 20, seed=0).to_dict()
+    for timing in ("seconds", "games_per_s"):
+        assert data.pop(timing) > 0
+        expected.pop(timing)
+    assert data["agent"] == "heuristic:cautious" and data["opponent"] == "heuristic"
+    expected["agent"], expected["opponent"] = data["agent"], data["opponent"]
+    assert data == expected
     assert (data["games"], data["deals"], data["matches"]) == (20, 10, 6)
-    rounds = data["rounds"]
-    assert rounds["wins"] + rounds["draws"] + rounds["losses"] == 20
-    low, high = rounds["win_rate_ci"]
-    assert low <= rounds["win_rate"] <= high
-    assert len(rounds["score_diff_ci"]) == 2
-    assert data["matches_outcome"]["n"] == 6
-    for side in ("agent_style", "opponent_style"):
-        assert set(data[side]) == {"expeditions", "negative_share", "wagers"}
-    assert data["game_length"] > 0 and data["games_per_s"] > 0
+    assert data["rounds"]["wins"] + data["rounds"]["losses"] > 0
 
 
 def test_table_output_is_readable_and_prints_games_per_second(capsys):

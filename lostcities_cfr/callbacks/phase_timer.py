@@ -24,11 +24,20 @@ PHASES = (
     "memory_add",
     "advantage_train",
     "strategy_train",
+    "value_train",
     "rollout",
     "update",
     "eval",
 )
-DISJOINT_PHASES = ("traversal", "advantage_train", "strategy_train", "rollout", "update", "eval")
+DISJOINT_PHASES = (
+    "traversal",
+    "advantage_train",
+    "strategy_train",
+    "value_train",
+    "rollout",
+    "update",
+    "eval",
+)
 GB = 2**30
 
 

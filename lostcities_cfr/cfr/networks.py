@@ -78,7 +78,7 @@ class PolicyMLP(nn.Module):
     advantage network near "no preference".
 
     Args:
-        n_features: F, the length of the encoding (``feature_size(rules)``: 421
+        n_features: F, the length of the encoding (``feature_size(rules)``: 423
             for classic rules).
         n_actions: A, the number of action ids (``rules.n_actions``: 106 classic).
         width: units in each hidden layer.

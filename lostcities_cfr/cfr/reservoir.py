@@ -88,6 +88,11 @@ class ReservoirBuffer:
         seed: seeds the buffer's own generator, which draws both the
             replacement slots and (unless another is passed) the samples.
         target_dtype: storage dtype of the targets (see the module docstring).
+        fifo: keep the newest ``capacity`` rows instead of a uniform sample of all
+            (for a value network that follows a changing policy).
+        holdout: share of the offered rows set aside, at random, in :attr:`held_out`
+            (a buffer of ``holdout * capacity`` rows) and never trained on, so that a loss
+            on them shows whether a network learns or memorises; 0 keeps none.
     """
 
     def __init__(
@@ -98,10 +103,27 @@ class ReservoirBuffer:
         device: str | torch.device = "cpu",
         seed: int = 0,
         target_dtype: torch.dtype = torch.float16,
+        fifo: bool = False,
+        holdout: float = 0.0,
     ) -> None:
         if capacity < 1:
             raise ConfigError(f"ReservoirBuffer capacity={capacity}; it must be at least 1")
+        if not 0 <= holdout < 1:
+            raise ConfigError(f"ReservoirBuffer holdout={holdout}; it must lie in [0, 1)")
         self.capacity = capacity
+        self.fifo = fifo
+        self.holdout = holdout
+        self.held_out: ReservoirBuffer | None = None
+        if holdout > 0:
+            self.held_out = ReservoirBuffer(
+                max(1, round(holdout * capacity)),
+                n_features,
+                n_actions,
+                device,
+                seed=seed + 7919,  # its own stream: the main buffer's draws stay as they were
+                target_dtype=target_dtype,
+                fifo=fifo,
+            )
         self.n_features = n_features
         self.n_actions = n_actions
         self.device = torch.device(device)
@@ -114,7 +136,7 @@ class ReservoirBuffer:
         self.generator.manual_seed(seed)
 
     def __len__(self) -> int:
-        """Rows held."""
+        """Rows held (held-out rows not counted)."""
         return min(self.n_seen, self.capacity)
 
     @property
@@ -160,8 +182,27 @@ class ReservoirBuffer:
             )
         if n == 0:
             return
-        uniforms = torch.rand(n, generator=self.generator, dtype=torch.float64, device=self.device)
-        rows, slots = last_writers(reservoir_slots(self.n_seen, self.capacity, uniforms))
+        if self.held_out is not None:
+            draws = torch.rand(n, generator=self.held_out.generator, device=self.device)
+            held = draws < self.holdout  # [n]
+            if held.any():
+                kept = ~held
+                iterations = iteration[held] if iteration.ndim else iteration
+                self.held_out.add(features[held], legal[held], targets[held], iterations)
+                features, legal, targets = features[kept], legal[kept], targets[kept]
+                stored_targets = stored_targets[kept]
+                iteration = iteration[kept] if iteration.ndim else iteration
+                n = features.shape[0]
+                if n == 0:
+                    return
+        if self.fifo:
+            k = self.n_seen + torch.arange(n, device=self.device)  # [n] index ever offered
+            rows, slots = last_writers(k % self.capacity)
+        else:
+            uniforms = torch.rand(
+                n, generator=self.generator, dtype=torch.float64, device=self.device
+            )
+            rows, slots = last_writers(reservoir_slots(self.n_seen, self.capacity, uniforms))
         self.n_seen += n
         self.features[slots] = features.to(self.device, torch.float16)[rows]
         self.legal[slots] = legal.to(self.device)[rows]
@@ -209,6 +250,7 @@ class ReservoirBuffer:
             "targets": rows(self.targets),
             "iteration": rows(self.iteration),
             "generator": self.generator.get_state(),
+            "held_out": None if self.held_out is None else self.held_out.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -239,3 +281,5 @@ class ReservoirBuffer:
         self.iteration[:held] = state["iteration"].to(self.device)
         self.n_seen = state["n_seen"]
         self.generator.set_state(state["generator"])
+        if self.held_out is not None and state.get("held_out") is not None:
+            self.held_out.load_state_dict(state["held_out"])

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -62,21 +62,23 @@ class TraversalStats:
     advantage_rows: int = 0  # rows added to the advantage buffer
     strategy_rows: int = 0  # rows added to the strategy buffer
     seconds: float = 0.0  # wall time of the whole call
-    memory_add_seconds: float = 0.0  # time spent inside ReservoirBuffer.add
+    memory_add_seconds: float = 0.0  # time spent inside the buffers' add
+    value_rows: int = 0  # rows added to the history value network's buffer
+    truncated: int = 0  # trajectories cut short by the sampler (ESCHERSampling.max_decisions)
 
     def __add__(self, other: TraversalStats) -> TraversalStats:
         return TraversalStats(
-            self.traversals + other.traversals,
-            self.nodes + other.nodes,
-            self.advantage_rows + other.advantage_rows,
-            self.strategy_rows + other.strategy_rows,
-            self.seconds + other.seconds,
-            self.memory_add_seconds + other.memory_add_seconds,
+            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(TraversalStats))
         )
 
     @property
     def nodes_per_s(self) -> float:
         return self.nodes / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def advantage_rows_per_s(self) -> float:
+        """The sampler's yield: advantage rows written per second of traversal."""
+        return self.advantage_rows / self.seconds if self.seconds > 0 else 0.0
 
 
 def current_strategies(
@@ -210,6 +212,14 @@ class TraversalContext:
         """The opponent's current strategies [n, A] at rows features [n, F], legal [n, A]."""
         self._add(self.strategy_buffer, features, legal, strategies)
         self.stats.strategy_rows += len(features)
+
+    def add_value_rows(
+        self, history: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
+    ) -> None:
+        """Value targets [n, A] at the actions taken (``actions`` [n, A] bool, one per row)
+        of history rows [n, H], for the history value network."""
+        self._add(self.value_buffer, history, actions, targets)
+        self.stats.value_rows += len(history)
 
     def _add(
         self,

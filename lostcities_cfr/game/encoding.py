@@ -31,6 +31,8 @@ BLOCK_ORDER = (
     "opp_known",
     "unseen",
     "deck_fraction",
+    "turn",
+    "pile_draws",
     "phase",
     "to_move",
     "seat",
@@ -51,6 +53,8 @@ def feature_blocks(rules: Rules) -> dict[str, slice]:
         "opp_known": T,
         "unseen": T,
         "deck_fraction": 1,
+        "turn": 1,
+        "pile_draws": 1,
         "phase": 2,
         "to_move": 1,
         "seat": 1,
@@ -64,11 +68,8 @@ def feature_blocks(rules: Rules) -> dict[str, slice]:
 
 
 def feature_size(rules: Rules) -> int:
-    """F = 7T + C*L + C + 6 (421 for classic rules)."""
+    """F = 7T + C*L + C + 8 (423 for classic rules)."""
     return feature_blocks(rules)["discarded_color"].stop
-
-
-_feature_blocks = cache(feature_blocks)
 
 
 def encode_batch(batch: GameBatch, player: torch.Tensor | None = None) -> torch.Tensor:
@@ -142,4 +143,38 @@ def encode_batch(batch: GameBatch, player: torch.Tensor | None = None) -> torch.
     # (deck_pos - N) / -(N - 2H): the float32 quotient of cards left by cards after the deal
     torch.sub(batch._deck_pos, rules.deck_size, out=deck_fraction)
     deck_fraction /= 2 * rules.hand_size - rules.deck_size
+    # turn / (2 D) and pile draws / D, with D = N - 2H the cards dealt to the deck: a round
+    # without pile draws ends with both near 1 and 0. Pile draws = completed turns (a draw
+    # each) - deck draws so far; both let a network tell a pile-trading loop from a round.
+    dealt = rules.deck_size - 2 * rules.hand_size
+    turn = out[blocks["turn"]][0]
+    torch.div(batch._turn, 2 * dealt, out=turn)
+    pile_draws = out[blocks["pile_draws"]][0]
+    torch.sub(batch._turn >> 1, batch._deck_pos - 2 * rules.hand_size, out=pile_draws)
+    pile_draws /= dealt
     return out.t()
+
+
+def history_feature_size(rules: Rules) -> int:
+    """H = F + 2T: the player to move's features, the opponent's hand and the deck's contents."""
+    return feature_size(rules) + 2 * rules.n_types
+
+
+def encode_history(batch: GameBatch) -> torch.Tensor:
+    """[B, H] float32 features of the whole state, for a history value network.
+
+    The information state of the player to move (:meth:`GameBatch.encode`), then the
+    opponent's hand (copies per type) and the deck's contents (copies per type, in no
+    order): everything but the deck's order, which no player may condition on.
+    """
+    rules = batch.rules
+    blocks = feature_blocks(rules)
+    features = batch.encode()  # [B, F]
+    opponent = (1 - batch.current_player).view(-1, 1, 1).expand(-1, 1, rules.n_types)
+    opponent_hand = batch.hands.gather(1, opponent).squeeze(1).float()  # [B, T]
+    # unseen = deck + the opponent's hand - its public copies
+    deck = features[:, blocks["unseen"]] - opponent_hand + features[:, blocks["opp_known"]]
+    return torch.cat([features, opponent_hand, deck], dim=1)
+
+
+_feature_blocks = cache(feature_blocks)

@@ -304,7 +304,10 @@ class GameState:
         seen = ("hand", "own_expeditions", "opp_expeditions", "pile_counts", "opp_known")
         for t in range(T):
             add("unseen", t, rules.copies(t) - sum(x[blocks[b].start + t] for b in seen))
-        add("deck_fraction", 0, len(self.deck) / (rules.deck_size - 2 * rules.hand_size))
+        dealt = rules.deck_size - 2 * rules.hand_size
+        add("deck_fraction", 0, len(self.deck) / dealt)
+        add("turn", 0, self.turn / (2 * dealt))
+        add("pile_draws", 0, (self.turn // 2 - (dealt - len(self.deck))) / dealt)
         add("phase", self.phase)
         add("to_move", 0, 1.0 if player == self.current_player else 0.0)
         add("seat", 0, 1.0 if player == 0 else 0.0)

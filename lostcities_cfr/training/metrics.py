@@ -90,25 +90,43 @@ METRICS: tuple[Metric, ...] = (
         "the traversal epoch of both players: seconds, decision nodes visited, their rate",
     ),
     Metric(
+        ("traversal/advantage_rows", "traversal/advantage_rows_per_s"),
+        "`DeepCFR`",
+        "advantage rows the traversal epoch wrote (both players) and their rate: the "
+        "sampler's yield",
+    ),
+    Metric(
+        ("traversal/truncated_share",),
+        "`DeepCFR`",
+        "share of the traversals the sampler cut short (`ESCHERSampling.max_decisions`)",
+    ),
+    Metric(
         ("time/policy_network_s", "inference/mean_batch"),
         "`DeepCFR`",
         "seconds inside the inference queue's forwards; rows per forward",
     ),
     Metric(("time/memory_add_s",), "`DeepCFR`", "seconds writing rows into the reservoirs"),
     Metric(
-        ("time/advantage_train_s", "time/strategy_train_s"),
+        ("time/advantage_train_s", "time/strategy_train_s", "time/value_train_s"),
         "`DeepCFR`",
         "seconds of the training epoch's updates, per kind of network",
     ),
     Metric(
-        ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy"),
+        ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "loss/value"),
         "`DeepCFR`",
-        "mean weighted loss over the iteration's updates",
+        "mean weighted loss over the iteration's updates (`value`: the history value "
+        "network of a value-baseline sampler; `PPO` logs its value network's loss there too)",
     ),
     Metric(
-        ("buffer/advantage_p0", "buffer/advantage_p1", "buffer/strategy"),
+        ("loss/val_<network>", "loss/val_zero_<network>"),
+        "`DeepCFR` (`holdout`)",
+        "after training, each network's loss on its buffer's held-out rows, and the loss of "
+        "predicting zeros there: a network that learns beats the zero predictor",
+    ),
+    Metric(
+        ("buffer/advantage_p0", "buffer/advantage_p1", "buffer/strategy", "buffer/value"),
         "`DeepCFR`",
-        "rows held by each reservoir",
+        "rows held by each buffer",
     ),
     Metric(
         ("exploitability", "exploitability/vs_uniform"),
@@ -138,16 +156,15 @@ METRICS: tuple[Metric, ...] = (
         (
             "time/update_s",
             "loss/policy",
-            "loss/value",
             "loss/entropy",
             "ppo/approx_kl",
             "ppo/clip_fraction",
             "ppo/explained_variance",
         ),
         "`PPO`",
-        "the update epochs: seconds; mean clipped surrogate (negated), value loss, policy "
-        "entropy, KL estimate to the rollout's policy, share of clipped rows; how much of the "
-        "returns' variance the value network explains",
+        "the update epochs: seconds; mean clipped surrogate (negated), policy entropy, KL "
+        "estimate to the rollout's policy, share of clipped rows; how much of the returns' "
+        "variance the value network explains",
     ),
     Metric(
         ("loss/bc", "bc/accuracy"),

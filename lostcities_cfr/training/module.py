@@ -52,6 +52,13 @@ from lostcities_cfr.cfr.traversal import (
 )
 from lostcities_cfr.errors import AgentSpecError, ConfigError, NonFiniteError
 from lostcities_cfr.game import Rules, feature_size
+from lostcities_cfr.game.encoding import history_feature_size
+from lostcities_cfr.game.symmetry import (
+    action_layout,
+    feature_layout,
+    permute_features,
+    permute_rows,
+)
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
@@ -97,6 +104,20 @@ class DeepCFR(pl.LightningModule):
         eval_opponent: agent spec of that opponent (``docs/agents.md``).
         seed: seeds the module's generators (traversal, batches, reservoirs) and the
             evaluation deals. The CLI links it to ``seed_everything``.
+        value_network: shape of the history value network, built when the sampler learns
+            a value baseline (a sampler with a ``value_network`` queue name, such as
+            ``ESCHERSampling``); None: the shape of ``network``.
+        value_buffer_size: rows of the value network's buffer, the newest kept (the value
+            follows the current strategy, so old rows go stale).
+        value_updates: updates of the value network per iteration (warm-started: it
+            tracks the current strategy from one iteration to the next).
+        holdout: share of every buffer's rows held out of training; each network's loss on
+            them is logged as ``loss/val_<network>`` next to ``loss/val_zero_<network>``,
+            the loss of predicting zeros. 0 holds out nothing.
+        weight_decay: decoupled weight decay (AdamW) of every network; 0 is plain Adam.
+        color_augmentation: relabel the colours of every training row by a random
+            permutation (``game/symmetry.py``): the rules treat colours alike, so each row
+            stands for ``C!`` equal ones (120 in the classic game).
     """
 
     def __init__(
@@ -120,6 +141,12 @@ class DeepCFR(pl.LightningModule):
         final_eval_games: int = 1000,
         eval_opponent: str = "random",
         seed: int = 0,
+        value_network: str | NetworkConfig | None = None,
+        value_buffer_size: int = 1_000_000,
+        value_updates: int = 256,
+        holdout: float = 0.0,
+        weight_decay: float = 0.0,
+        color_augmentation: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -147,6 +174,17 @@ class DeepCFR(pl.LightningModule):
         F, A = feature_size(self.rules), self.rules.n_actions
         self.advantage_nets = nn.ModuleList(self.network_config.build(F, A) for _ in PLAYERS)
         self.strategy_net = self.network_config.build(F, A)
+        # The history value network, for samplers that learn a baseline (ESCHER).
+        self.value_name: str | None = getattr(self.sampler, "value_network", None)
+        self.value_net: nn.Module | None = None
+        if self.value_name is not None:
+            shape = self.network_config if value_network is None else value_network
+            shape = _resolve_network(shape)
+            # V(s): one output, the return of the player to move.
+            self.value_net = shape.build(history_feature_size(self.rules), 1)
+        self._feature_layout = feature_layout(self.rules)
+        self._history_layout = feature_layout(self.rules, history=True)
+        self._action_layout = action_layout(self.rules)
         # The queue holds these very modules, so traversal always sees the latest weights.
         self.queue = InferenceQueue(bucket_sizes=inference_buckets)
         self._queue_head: Callable | None = None  # the advantage head registered in the queue
@@ -154,6 +192,7 @@ class DeepCFR(pl.LightningModule):
         # or for loading an agent).
         self.advantage_buffers: list[ReservoirBuffer] = []
         self.strategy_buffer: ReservoirBuffer | None = None
+        self.value_buffer: ReservoirBuffer | None = None
         self.traversal_generator = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self.iteration_metrics: dict[str, float] = {}
@@ -201,25 +240,55 @@ class DeepCFR(pl.LightningModule):
         rank = self.trainer.global_rank
         seed = self.hparams.seed + 1000 * rank  # every rank walks its own games
         F, A = feature_size(self.rules), self.rules.n_actions
+        holdout = self.hparams.holdout
         self.advantage_buffers = [
-            ReservoirBuffer(self.hparams.advantage_buffer_size, F, A, device, seed=seed + 2 + p)
+            ReservoirBuffer(
+                self.hparams.advantage_buffer_size, F, A, device, seed=seed + 2 + p, holdout=holdout
+            )
             for p in PLAYERS
         ]
         self.strategy_buffer = ReservoirBuffer(
-            self.hparams.strategy_buffer_size, F, A, device, seed=seed + 4
+            self.hparams.strategy_buffer_size, F, A, device, seed=seed + 4, holdout=holdout
         )
+        if self.value_net is not None:
+            self.value_buffer = ReservoirBuffer(
+                self.hparams.value_buffer_size,
+                history_feature_size(self.rules),
+                1,
+                device,
+                seed=seed + 5,
+                target_dtype=torch.float32,  # regression targets, not probabilities
+                fifo=True,
+                holdout=holdout,
+            )
         self.traversal_generator = torch.Generator(device).manual_seed(seed)
         self.batch_generator = torch.Generator(device).manual_seed(seed + 1)
 
+    def networks(self) -> dict[str, nn.Module]:
+        """Every trained network by its name in metrics and the queue: ``advantage_p0``,
+        ``advantage_p1``, ``strategy`` and, with a value-baseline sampler, ``value``."""
+        nets = dict(zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True))
+        nets[STRATEGY_NETWORK] = self.strategy_net
+        if self.value_net is not None:
+            nets[self.value_name] = self.value_net
+        return nets
+
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
-        # One Adam per network, in the order advantage_p0, advantage_p1, strategy.
-        lr = self.hparams.learning_rate
-        nets = [*self.advantage_nets, self.strategy_net]
-        return [torch.optim.Adam(net.parameters(), lr=lr) for net in nets]
+        # One optimizer per network, in the order of ``networks()``.
+        lr, decay = self.hparams.learning_rate, self.hparams.weight_decay
+        return [
+            torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=decay)
+            if decay
+            else torch.optim.Adam(net.parameters(), lr=lr)
+            for net in self.networks().values()
+        ]
 
     def train_dataloader(self) -> range:
         # Step indices only: every step samples its batches from the reservoirs itself.
-        return range(max(self.hparams.advantage_updates, self.hparams.strategy_updates))
+        updates = [self.hparams.advantage_updates, self.hparams.strategy_updates]
+        if self.value_net is not None:
+            updates.append(self.hparams.value_updates)
+        return range(max(updates))
 
     def val_dataloader(self) -> list[int]:
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
@@ -240,7 +309,6 @@ class DeepCFR(pl.LightningModule):
                 self.advantage_nets[p].reset_parameters()
                 self._broadcast_from_rank_zero(self.advantage_nets[p])
                 optimizers[p].optimizer.state.clear()
-        self._train_seconds = {"advantage": 0.0, "strategy": 0.0}
         self._loss_sums: dict[str, float] = {}
         self._loss_counts: dict[str, int] = {}
 
@@ -253,6 +321,8 @@ class DeepCFR(pl.LightningModule):
             for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
                 self.queue.register(name, net, head)
             self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
+            if self.value_net is not None:
+                self.queue.register(self.value_name, self.value_net)  # raw outputs: V(s)
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
@@ -262,30 +332,33 @@ class DeepCFR(pl.LightningModule):
             stats = [
                 self.sampler.traverse(self.traversal_context(p), n_traversals) for p in PLAYERS
             ]
-        seconds = sum(s.seconds for s in stats)
+        total = stats[0] + stats[1]
         queue = self.queue.stats()
-        nodes = sum(s.nodes for s in stats)
         self.iteration_metrics = {
-            "time/traversal_s": seconds,
+            "time/traversal_s": total.seconds,
             "time/policy_network_s": queue["policy_network_seconds"],
-            "time/memory_add_s": sum(s.memory_add_seconds for s in stats),
-            "traversal/nodes": float(nodes),
-            "traversal/nodes_per_s": nodes / seconds if seconds > 0 else 0.0,
+            "time/memory_add_s": total.memory_add_seconds,
+            "traversal/nodes": float(total.nodes),
+            "traversal/nodes_per_s": total.nodes_per_s,
+            "traversal/advantage_rows": float(total.advantage_rows),
+            "traversal/advantage_rows_per_s": total.advantage_rows_per_s,
+            "traversal/truncated_share": total.truncated / max(total.traversals, 1),
             "inference/mean_batch": queue["mean_batch"],
             **{
                 metrics.buffer_rows(name): float(len(buffer))
                 for name, buffer in self.row_buffers().items()
             },
-            "time/advantage_train_s": 0.0,
-            "time/strategy_train_s": 0.0,
+            **{metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()},
         }
         self._call_callbacks("on_traversal_end")
         return stats
 
     def row_buffers(self) -> dict[str, ReservoirBuffer]:
-        """Every buffer of training rows, by the name its metrics use."""
+        """Every buffer of training rows, by the name of the network it trains."""
         buffers = dict(zip(ADVANTAGE_NETWORKS, self.advantage_buffers, strict=True))
         buffers[STRATEGY_NETWORK] = self.strategy_buffer
+        if self.value_buffer is not None:
+            buffers[self.value_name] = self.value_buffer
         return buffers
 
     def traversal_context(self, traverser: int) -> TraversalContext:
@@ -298,47 +371,62 @@ class DeepCFR(pl.LightningModule):
             advantage_buffer=self.advantage_buffers[traverser],
             strategy_buffer=self.strategy_buffer,
             generator=self.traversal_generator,
+            value_buffer=self.value_buffer,
         )
 
     def training_step(self, step: int, batch_idx: int) -> None:
-        optimizers = self.optimizers()
-        if batch_idx < self.hparams.advantage_updates:
-            for p in PLAYERS:
-                self._update(
-                    ADVANTAGE_NETWORKS[p],
-                    self.advantage_nets[p],
-                    optimizers[p],
-                    self.advantage_buffers[p],
-                    advantage_loss,
-                )
-        if self.trains_strategy and batch_idx < self.hparams.strategy_updates:
-            self._update(
-                STRATEGY_NETWORK,
-                self.strategy_net,
-                optimizers[2],
-                self.strategy_buffer,
-                strategy_loss,
-            )
+        optimizers = dict(zip(self.networks(), self.optimizers(), strict=True))
+        for name, optimizer in optimizers.items():
+            if batch_idx < self._updates(name):
+                self._update(name, optimizer)
+        if batch_idx == self.trainer.num_training_batches - 1:
+            # Here rather than at the epoch's end: callbacks log the iteration's metrics in
+            # on_train_epoch_end, before the module's own hook runs.
+            self.iteration_metrics.update(self.held_out_losses())
 
-    def _update(
-        self,
-        name: str,
-        net: nn.Module,
-        optimizer: pl.core.optimizer.LightningOptimizer,
-        buffer: ReservoirBuffer,
-        loss_fn: Callable[..., torch.Tensor],
-    ) -> None:
-        """One Adam step of ``net`` on a batch from ``buffer``; timed and its loss averaged."""
+    def _updates(self, network: str) -> int:
+        """Updates of ``network`` in this iteration's training epoch."""
+        if network == STRATEGY_NETWORK:
+            return self.hparams.strategy_updates if self.trains_strategy else 0
+        if network == self.value_name:
+            return self.hparams.value_updates
+        return self.hparams.advantage_updates
+
+    def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
+        """``network``'s loss function and the exponent of its rows' iteration weights."""
+        if network == STRATEGY_NETWORK:
+            return strategy_loss, self.hparams.weight_exponent
+        if network == self.value_name:
+            # The value buffer keeps the newest rows only: they weigh alike.
+            return advantage_loss, 0.0
+        return advantage_loss, self.hparams.weight_exponent
+
+    def _update(self, name: str, optimizer: pl.core.optimizer.LightningOptimizer) -> None:
+        """One optimizer step of network ``name`` on a batch of its buffer; timed and its
+        loss averaged over the iteration."""
+        buffer, net = self.row_buffers()[name], self.networks()[name]
+        loss_fn, exponent = self._loss(name)
         if len(buffer) == 0:
             return
         start = time.perf_counter()
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
+        features, legal, targets = rows.features, rows.legal, rows.targets
+        if self.hparams.color_augmentation:
+            if name == self.value_name:  # one output, the state's value: only states move
+                features = permute_features(features, self._history_layout, self.batch_generator)
+            else:
+                features, legal, targets = permute_rows(
+                    features,
+                    legal,
+                    targets,
+                    self._feature_layout,
+                    self._action_layout,
+                    self.batch_generator,
+                )
         # The rows come from the buffer, not from a dataloader, so Lightning never converts
         # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
-        outputs = net(self.trainer.precision_plugin.convert_input(rows.features))
-        loss = loss_fn(
-            outputs, rows.legal, rows.targets, rows.iteration, self.hparams.weight_exponent
-        )
+        outputs = net(self.trainer.precision_plugin.convert_input(features))
+        loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
         optimizer.zero_grad()
         self._backward(loss, net)
         if self.hparams.gradient_clip > 0:
@@ -358,14 +446,39 @@ class DeepCFR(pl.LightningModule):
                 f"{self._loss_counts.get(name, 0) + 1}: training stopped before this "
                 f"iteration's checkpoint ({kept})"
             )
-        kind = "strategy" if name == STRATEGY_NETWORK else "advantage"
-        self._train_seconds[kind] += time.perf_counter() - start
+        phase = metrics.phase_seconds(f"{_kind(name)}_train")
         self._loss_sums[name] = self._loss_sums.get(name, 0.0) + value
         self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
         # Kept current after every update: callbacks read these in on_train_epoch_end,
         # which Lightning calls before the module's own hook.
         self.iteration_metrics[metrics.loss(name)] = self._loss_sums[name] / self._loss_counts[name]
-        self.iteration_metrics[metrics.phase_seconds(f"{kind}_train")] = self._train_seconds[kind]
+        self.iteration_metrics[phase] = (
+            self.iteration_metrics.get(phase, 0.0) + time.perf_counter() - start
+        )
+
+    def held_out_losses(self, rows: int = 4096) -> dict[str, float]:
+        """Each network's loss on (up to ``rows`` of) its buffer's held-out rows, and the loss
+        of the zero predictor on the same rows (zero advantages and values; for the strategy
+        network, zero logits: the uniform strategy)."""
+        losses = {}
+        with torch.no_grad():
+            for name, net in self.networks().items():
+                loss_fn, exponent = self._loss(name)
+                held_out = self.row_buffers()[name].held_out
+                if held_out is None or len(held_out) == 0:
+                    continue
+                n = min(rows, len(held_out))
+                features = held_out.features[:n].float()
+                legal, targets = held_out.legal[:n], held_out.targets[:n].float()
+                iteration = held_out.iteration[:n]
+                outputs = net(features)
+                losses[metrics.loss(f"val_{name}")] = float(
+                    loss_fn(outputs, legal, targets, iteration, exponent)
+                )
+                losses[metrics.loss(f"val_zero_{name}")] = float(
+                    loss_fn(torch.zeros_like(outputs), legal, targets, iteration, exponent)
+                )
+        return losses
 
     def on_train_epoch_end(self) -> None:
         every = self.hparams.exploitability_every
@@ -421,6 +534,7 @@ class DeepCFR(pl.LightningModule):
         checkpoint["deep_cfr"] = {
             "advantage_buffers": [buffer.state_dict() for buffer in self.advantage_buffers],
             "strategy_buffer": self.strategy_buffer.state_dict(),
+            "value_buffer": None if self.value_buffer is None else self.value_buffer.state_dict(),
             "traversal_generator": self.traversal_generator.get_state(),
             "batch_generator": self.batch_generator.get_state(),
             # Network re-initialisation (nn.init) draws from the global generators.
@@ -438,10 +552,12 @@ class DeepCFR(pl.LightningModule):
         self._resume_state = checkpoint.get("deep_cfr")
 
     def _restore_training_state(self, state: dict[str, Any]) -> None:
-        buffer_states = [*state["advantage_buffers"], state["strategy_buffer"]]
-        for (name, buffer), buffer_state in zip(
-            self.row_buffers().items(), buffer_states, strict=True
-        ):
+        buffer_states = dict(zip(ADVANTAGE_NETWORKS, state["advantage_buffers"], strict=True))
+        buffer_states[STRATEGY_NETWORK] = state["strategy_buffer"]
+        if self.value_name is not None:
+            buffer_states[self.value_name] = state["value_buffer"]
+        for name, buffer in self.row_buffers().items():
+            buffer_state = buffer_states[name]
             try:
                 buffer.load_state_dict(buffer_state)
             except NonFiniteError as error:
@@ -494,6 +610,11 @@ class DeepCFR(pl.LightningModule):
                 method(self.trainer, self)
 
 
+def _kind(network: str) -> str:
+    """The training phase a network's updates count in: ``advantage``, ``strategy``, ``value``."""
+    return "advantage" if network in ADVANTAGE_NETWORKS else network
+
+
 def _resolve_rules(rules: str | Rules) -> Rules:
     if isinstance(rules, Rules):
         return rules
@@ -514,6 +635,8 @@ def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
 
 def _check_arguments(hparams: Any) -> None:
     """Refuse values that cannot work, naming the field, before anything is built."""
+    if not 0 <= hparams["holdout"] < 1:
+        raise ConfigError(f"DeepCFR holdout={hparams['holdout']!r}; expected a share in [0, 1)")
     at_least = {
         "traversals_per_player": 1,
         "advantage_buffer_size": 1,
@@ -524,6 +647,8 @@ def _check_arguments(hparams: Any) -> None:
         "strategy_every": 1,
         "exploitability_every": 0,
         "final_eval_games": 0,
+        "value_buffer_size": 1,
+        "value_updates": 0,
     }
     for name, low in at_least.items():
         value = hparams[name]
@@ -533,6 +658,7 @@ def _check_arguments(hparams: Any) -> None:
         ("learning_rate", True),
         ("gradient_clip", False),
         ("weight_exponent", False),
+        ("weight_decay", False),
     ):
         value = hparams[name]
         if not isinstance(value, int | float) or value < 0 or (positive and value == 0):

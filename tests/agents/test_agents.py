@@ -70,7 +70,7 @@ def test_act_single_answers_for_one_reference_state():
     state = GameState.new(Rules.classic(), seed=3)
     action = act_single(HeuristicAgent(), state)
     assert action in state.legal_actions()
-    with pytest.raises(ValueError, match="game is over"):
+    with pytest.raises(ValueError, match=r"^act_single needs a state with a player to move;"):
         state.deck.clear()
         act_single(HeuristicAgent(), state)
 
@@ -85,9 +85,15 @@ def test_random_agent_is_uniform_over_legal_actions():
     assert (counts[legal].float() - expected).abs().max() < 150
 
 
-def test_seeded_random_agents_repeat_themselves():
+def test_seeded_agents_repeat_themselves_and_draw_fresh_numbers_at_every_call():
     batch = GameBatch.new(Rules.classic(), 64, seed=0)
-    assert torch.equal(RandomAgent(seed=5).act(batch), RandomAgent(seed=5).act(batch))
+    for make in (RandomAgent, DiscardOnlyAgent):
+        agent = make(seed=5)
+        first, second = agent.act(batch), agent.act(batch)
+        assert torch.equal(first, make(seed=5).act(batch))
+        assert not torch.equal(first, second)
+        assert not torch.equal(first, make(seed=6).act(batch))
+    assert (RandomAgent().name, DiscardOnlyAgent().name) == ("random", "discard-only")
 
 
 def test_discard_only_agent_always_discards_draws_from_the_deck_and_scores_zero():
@@ -108,6 +114,7 @@ def test_discard_only_agent_always_discards_draws_from_the_deck_and_scores_zero(
 def test_noisy_agent_follows_its_agent_at_epsilon_zero_and_not_at_one():
     batch = GameBatch.new(Rules.classic(), 256, seed=0)
     base = HeuristicAgent()
+    assert NoisyAgent(base, 0.25).name == "heuristic:balanced:noisy=0.25"
     assert torch.equal(NoisyAgent(base, 0.0, seed=0).act(batch), base.act(batch))
     differ = NoisyAgent(base, 1.0, seed=0).act(batch) != base.act(batch)
     assert differ.float().mean() > 0.5
@@ -145,3 +152,13 @@ def test_network_agent_runs_one_forward_per_act_over_the_whole_batch():
     agent.network.register_forward_hook(lambda module, args, out: sizes.append(len(args[0])))
     agent.act(GameBatch.new(rules, 48, seed=0))
     assert sizes == [48]
+
+
+def test_a_network_agent_samples_unless_told_to_be_greedy():
+    rules = Rules.classic()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(feature_size(rules), rules.n_actions))
+    uniform = NetworkAgent(net, lambda outputs, legal: legal / legal.sum(1, keepdim=True), seed=0)
+    one_position = GameBatch.new(rules, 1, seed=0).select(torch.zeros(200, dtype=torch.int64))
+    assert len(set(uniform.act(one_position).tolist())) > 1
+    assert uniform.name == "network"

@@ -1,5 +1,6 @@
 """Agent spec strings: every documented form builds the right agent, and every malformed one
-fails with an AgentSpecError that says what was wrong."""
+fails with an AgentSpecError that says what was wrong. (``ckpt:`` specs of a real checkpoint:
+tests/training/test_training_checkpoint.py.)"""
 
 import subprocess
 import sys

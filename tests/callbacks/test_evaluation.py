@@ -1,17 +1,25 @@
 import pytest
-from tiny_runs import EVAL_SUFFIXES, fit, read_csv_metrics, tiny_model
+import torch
+from tiny_runs import fit, read_csv_metrics, tiny_model
 
+from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arena import evaluate
 from lostcities_cfr.callbacks import PeriodicEvaluation
 from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.training.metrics import eval_prefix
 
+# Greedy policies against deterministic opponents: the results depend on the weights and the
+# deals alone, so a direct evaluation of the final model must reproduce the last ones.
+OPPONENTS = ["heuristic", "heuristic:aggressive"]
+
 
 @pytest.fixture(scope="module")
 def evaluated_run(tmp_path_factory):
     evaluation = PeriodicEvaluation(
-        every_n_iterations=2, games=20, opponents=["random", "discard-only"]
+        every_n_iterations=2, games=20, opponents=OPPONENTS, greedy=True, seed=5
     )
+    torch.manual_seed(0)  # the networks' initialisation, whatever ran before
     trainer, model = fit(tmp_path_factory.mktemp("eval"), [evaluation], max_epochs=3)
     return evaluation, model, read_csv_metrics(trainer)
 
@@ -22,17 +30,45 @@ def test_evaluates_every_n_iterations_and_at_the_last(evaluated_run):
     assert evaluated == [2.0, 3.0]
 
 
-def test_logs_each_policy_against_each_opponent_with_interval_bounds(evaluated_run):
-    _, _, rows = evaluated_run
-    row = next(r for r in rows if r["iteration"] == 2.0)
+def test_logged_figures_equal_a_direct_evaluation_on_the_same_deals(evaluated_run):
+    evaluation, model, rows = evaluated_run
+    row = next(r for r in rows if r["iteration"] == 3.0)  # the final model's evaluation
+    table = {(r[0], r[1], r[2]): r for r in evaluation.rows}
     for policy in ("average", "current"):
-        for opponent in ("random", "discard-only"):
-            prefix = f"eval/{policy}/{opponent}/"
-            for suffix in (*EVAL_SUFFIXES, "score_diff_ci_low", "score_diff_ci_high"):
-                assert prefix + suffix in row
-            assert row[prefix + "win_rate_ci_low"] <= row[prefix + "win_rate"]
-            assert row[prefix + "win_rate"] <= row[prefix + "win_rate_ci_high"]
-            assert row[prefix + "score_diff_ci_low"] <= row[prefix + "score_diff"]
+        for spec in OPPONENTS:
+            result = evaluate(
+                model.agent(policy, greedy=True),
+                agent_from_spec(spec),
+                20,
+                rules=model.rules,
+                seed=5,
+            )
+            rounds, prefix = result.rounds, eval_prefix(policy, spec)
+            expected = {
+                "win_rate": rounds.win_rate,
+                "win_rate_ci_low": rounds.win_rate_ci[0],
+                "win_rate_ci_high": rounds.win_rate_ci[1],
+                "score_diff": rounds.score_diff,
+                "score_diff_ci_low": rounds.score_diff_ci[0],
+                "score_diff_ci_high": rounds.score_diff_ci[1],
+            }
+            for suffix, value in expected.items():
+                assert row[prefix + suffix] == pytest.approx(value, rel=1e-6), prefix + suffix
+            logged = dict(zip(TABLE_COLUMNS, table[(3, policy, spec)], strict=True))
+            assert logged["games"] == 20 and logged["draw_rate"] == rounds.draw_rate
+            for suffix, value in expected.items():
+                assert logged[suffix] == pytest.approx(value), suffix
+    # Different policies and opponents do give different figures here.
+    assert (
+        len(
+            {
+                row[eval_prefix(p, o) + "score_diff"]
+                for p in ("average", "current")
+                for o in OPPONENTS
+            }
+        )
+        > 1
+    )
 
 
 def test_amortized_cost_is_all_evaluation_time_over_iterations(evaluated_run):
@@ -49,10 +85,7 @@ def test_table_holds_one_row_per_iteration_policy_and_opponent(evaluated_run):
     assert len(evaluation.rows) == 2 * 2 * 2
     assert all(len(row) == len(TABLE_COLUMNS) for row in evaluation.rows)
     assert {(r[0], r[1], r[2]) for r in evaluation.rows} == {
-        (i, p, o)
-        for i in (2, 3)
-        for p in ("average", "current")
-        for o in ("random", "discard-only")
+        (i, p, o) for i in (2, 3) for p in ("average", "current") for o in OPPONENTS
     }
 
 

@@ -58,8 +58,9 @@ def test_shares_are_seconds_over_the_iteration_and_add_up_to_one(timed_run):
         assert "time/rollout_share" not in row  # a phase the model does not time: no share
         for phase in DEEP_CFR_PHASES:
             share = row[f"time/{phase}_share"]
+            # a phase the run does not have (value training without a value network) is 0
             assert share == pytest.approx(
-                row[f"time/{phase}_s"] / row["time/iteration_s"], rel=1e-4
+                row.get(f"time/{phase}_s", 0.0) / row["time/iteration_s"], rel=1e-4
             )
         disjoint = sum(
             row[f"time/{p}_share"]

@@ -6,6 +6,7 @@ from traversal_reference import (
     ExactTree,
     advance,
     argmax_head,
+    assert_same_rows,
     buffers,
     context,
     held,
@@ -23,25 +24,6 @@ def mixed_states() -> list:
     """Tiny states at different points of the round (both players to move)."""
     states = [advance(TINY, seed, seed % 4) for seed in range(12)]
     return [s for s in states if not s.is_terminal]
-
-
-def assert_same_rows(actual: tuple, expected: list, atol: float = 1e-4) -> None:
-    """The buffer rows ``actual`` are the rows ``expected`` [(features, legal, target)] in
-    some order; features compare as the buffer stores them (float16)."""
-
-    def key(features, legal):
-        return tuple(features.half().tolist()), tuple(legal.tolist())
-
-    pending: dict = {}
-    for features, legal, target in expected:
-        pending.setdefault(key(features, legal), []).append(target.float())
-    features, legal, targets = actual
-    assert len(features) == len(expected)
-    for f, m, t in zip(features, legal, targets, strict=True):
-        candidates = pending.get(key(f, m), [])
-        match = next((i for i, c in enumerate(candidates) if torch.allclose(c, t, atol=atol)), None)
-        assert match is not None, f"row with targets {t.tolist()} has no exact counterpart"
-        candidates.pop(match)
 
 
 @pytest.mark.parametrize("traverser", [0, 1])

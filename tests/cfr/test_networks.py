@@ -31,7 +31,7 @@ def test_presets_map_features_to_one_output_per_action(preset):
 def test_512x3_has_the_parameter_count_of_three_hidden_layers_of_512():
     net = NetworkConfig.preset("512x3").build(F, A)
     expected = (F * 512 + 512) + 2 * (512 * 512 + 512) + (512 * A + A)
-    assert sum(p.numel() for p in net.parameters()) == expected == 795_754
+    assert sum(p.numel() for p in net.parameters()) == expected == 796_778
 
 
 def test_1024x6_preset_is_residual_with_layer_norm():

@@ -186,3 +186,22 @@ def assert_unbiased(samples: torch.Tensor, expected: torch.Tensor, z: float = 4.
     error = (samples.mean(0) - expected).abs()
     tolerance = z * samples.std(0) / n**0.5 + 1e-3
     assert bool((error <= tolerance).all()), (error, tolerance, expected)
+
+
+def assert_same_rows(actual: tuple, expected: list, atol: float = 1e-4) -> None:
+    """The buffer rows ``actual`` are the rows ``expected`` [(features, legal, target)] in
+    some order; features compare as the buffer stores them (float16)."""
+
+    def key(features, legal):
+        return tuple(features.half().tolist()), tuple(legal.tolist())
+
+    pending: dict = {}
+    for features, legal, target in expected:
+        pending.setdefault(key(features, legal), []).append(target.float())
+    features, legal, targets = actual
+    assert len(features) == len(expected)
+    for f, m, t in zip(features, legal, targets, strict=True):
+        candidates = pending.get(key(f, m), [])
+        match = next((i for i, c in enumerate(candidates) if torch.allclose(c, t, atol=atol)), None)
+        assert match is not None, f"row with targets {t.tolist()} has no exact counterpart"
+        candidates.pop(match)

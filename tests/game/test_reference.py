@@ -271,6 +271,9 @@ def test_known_cards_track_a_number_card_drawn_from_a_pile():
     state = opening(discard("G2"), DRAW_DECK, discard("W2"), DRAW_DECK, discard("B2"))
     state.apply(draw_pile("W"))
     assert state.known == [[int(t == w2) for t in range(T)], [0] * T]
+    # three turns done, two of them drew from the deck: one pile draw, for both players
+    assert features(state, 1)["pile_draws"] == [1 / 44]
+    assert features(state, 0)["turn"] == [6 / 88]
     state.apply(discard("R*"))
     state.apply(DRAW_DECK)
     state.apply(play("W2"))
@@ -309,6 +312,8 @@ def test_information_state_blocks_on_a_draw_decision():
         unseen[t] -= 1
     assert f["unseen"] == unseen
     assert f["deck_fraction"] == [42 / 44]
+    assert f["turn"] == [5 / 88]  # five decisions played, two rounds of 44 deck cards
+    assert f["pile_draws"] == [0.0]
     assert f["phase"] == [0.0, 1.0]
     assert f["to_move"] == [1.0]
     assert f["discarded_color"] == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]

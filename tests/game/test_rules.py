@@ -10,9 +10,9 @@ from lostcities_cfr.game.reference import expedition_score
 @pytest.mark.parametrize(
     ("rules", "deck_size", "n_types", "n_actions", "n_features"),
     [
-        (Rules.classic(), 60, 50, 106, 421),
-        (Rules.six_colors(), 72, 60, 127, 504),
-        (Rules.tiny(), 6, 6, 15, 56),
+        (Rules.classic(), 60, 50, 106, 423),
+        (Rules.six_colors(), 72, 60, 127, 506),
+        (Rules.tiny(), 6, 6, 15, 58),
     ],
     ids=["classic", "six_colors", "tiny"],
 )

@@ -7,12 +7,18 @@ progress bar.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
-from tiny_training import tiny_config
+
+# The exact-regret reference of the sampler tests (tests/cfr/traversal_reference.py) checks
+# the rows of a whole traversal epoch here too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cfr"))
+
+from tiny_training import fit, one_thread, tiny_config, tiny_model
 
 
 @pytest.fixture
@@ -33,3 +39,25 @@ def _restore_threads():
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> tuple[Path, object]:
+    """``(path, model)``: a checkpoint written after a tiny iteration, and the model that
+    wrote it.
+
+    A few updates leave the networks near their initialisation, whose policies are all
+    near uniform; random output layers make every network's policy far from uniform and
+    from the others', so that an agent playing other weights shows.
+    """
+    with one_thread():
+        model = tiny_model(final_eval_games=0)
+        trainer = fit(model, max_epochs=1)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for net in (*model.advantage_nets, model.strategy_net):
+            net.head.weight.normal_()
+    path = tmp_path_factory.mktemp("checkpoint") / "run:1" / "tiny.ckpt"  # ':' in a spec's path
+    path.parent.mkdir()
+    trainer.save_checkpoint(path)
+    return path, model.eval()

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import pytorch_lightning as pl
 import torch
-from tiny_training import TINY_MODEL
+from run_probes import NETWORKS, IterationProbe, largest_change
+from tiny_training import fit, tiny_model
 
-from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
-from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.cfr import uniform_strategy
+from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
-from lostcities_cfr.training import DeepCFR
 
 DESIGN_METRICS = {
     "time/traversal_s",
@@ -23,6 +24,9 @@ DESIGN_METRICS = {
     "time/memory_add_s",
     "traversal/nodes",
     "traversal/nodes_per_s",
+    "traversal/advantage_rows",
+    "traversal/advantage_rows_per_s",
+    "traversal/truncated_share",
     "inference/mean_batch",
     "buffer/advantage_p0",
     "buffer/advantage_p1",
@@ -31,30 +35,6 @@ DESIGN_METRICS = {
     "loss/advantage_p1",
     "loss/strategy",
 }
-
-
-def tiny_model(**overrides: object) -> DeepCFR:
-    arguments = {
-        **TINY_MODEL,
-        "network": NetworkConfig(**TINY_MODEL["network"]),
-        "sampler": ExternalSampling(walkers=32),
-        **overrides,
-    }
-    return DeepCFR(**arguments)
-
-
-def fit(model: DeepCFR, max_epochs: int, callbacks: list[pl.Callback] = ()) -> pl.Trainer:
-    trainer = pl.Trainer(
-        max_epochs=max_epochs,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=list(callbacks),
-    )
-    trainer.fit(model)
-    return trainer
 
 
 def test_module_builds_the_networks_of_the_tiny_rules():
@@ -95,11 +75,13 @@ def test_exploitability_is_refused_on_rules_too_big_to_walk():
 
 
 class Recorder(pl.Callback):
-    """Records the traversal hooks and the metrics of every iteration."""
+    """Records the traversal hooks, the metrics of every iteration as callbacks see them (at
+    the end of its training) and as the module logged them (after its own epoch-end hook)."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, int]] = []
         self.metrics: list[dict[str, float]] = []
+        self.logged: list[dict[str, float]] = []
 
     def on_traversal_start(self, trainer, pl_module):
         self.events.append(("start", pl_module.iteration))
@@ -107,37 +89,66 @@ class Recorder(pl.Callback):
     def on_traversal_end(self, trainer, pl_module):
         self.events.append(("end", pl_module.iteration))
 
+    def on_train_epoch_start(self, trainer, pl_module):
+        if self.metrics:  # the previous iteration's, complete
+            self.logged.append(dict(pl_module.iteration_metrics))
+
     def on_train_epoch_end(self, trainer, pl_module):
         self.metrics.append(dict(pl_module.iteration_metrics))
+
+    def on_train_end(self, trainer, pl_module):
+        self.logged.append(dict(pl_module.iteration_metrics))
 
 
 def test_each_iteration_traverses_trains_and_reports_the_design_metrics():
     model = tiny_model(exploitability_every=2, final_eval_games=0)
-    recorder = Recorder()
-    trainer = fit(model, max_epochs=2, callbacks=[recorder])
+    recorder, probe = Recorder(), IterationProbe()
+    trainer = fit(model, max_epochs=3, callbacks=[recorder, probe])
 
-    assert recorder.events == [("start", 1), ("end", 1), ("start", 2), ("end", 2)]
+    assert recorder.events == [(kind, i) for i in (1, 2, 3) for kind in ("start", "end")]
     assert all(set(m) == DESIGN_METRICS for m in recorder.metrics)
-    first, second = recorder.metrics
-    assert first["buffer/advantage_p0"] > 0 and first["buffer/strategy"] > 0
-    assert second["buffer/strategy"] >= first["buffer/strategy"]
-    assert first["traversal/nodes"] > 0 and first["time/advantage_train_s"] > 0
-    # Logged at the end of each iteration, with the iteration as the x-axis and the
-    # exploitability every second iteration.
-    logged = trainer.callback_metrics
-    assert logged["iteration"] == 2
+    seen_before = [0, 0, 0]
+    for iteration in probe.iterations:
+        metrics = iteration["metrics"]
+        buffers = ("buffer/advantage_p0", "buffer/advantage_p1", "buffer/strategy")
+        assert [metrics[name] for name in buffers] == iteration["held"]
+        # External sampling writes one row per node it visits: the traverser's regrets or
+        # the opponent's strategy.
+        added = [now - before for now, before in zip(iteration["seen"], seen_before, strict=True)]
+        assert metrics["traversal/nodes"] == sum(added) > 0
+        seen_before = iteration["seen"]
+        assert metrics["time/advantage_train_s"] > 0 and metrics["time/strategy_train_s"] > 0
+    # The exact exploitability of the average strategy, every second iteration only.
+    assert ["exploitability" in m for m in recorder.logged] == [False, True, False]
+    uniform = exploitability(model.rules, uniform_strategy)
+    value = recorder.logged[1]["exploitability"]
+    assert recorder.logged[1]["exploitability/vs_uniform"] == pytest.approx(value / uniform)
+    logged = trainer.callback_metrics  # the x-axis is the iteration
+    assert logged["iteration"] == 3
     assert set(DESIGN_METRICS) <= set(logged)
-    assert 0 < logged["exploitability"] < 1e3
     # Rows carry the iteration that produced them.
-    assert set(model.strategy_buffer.iteration[: len(model.strategy_buffer)].tolist()) == {1, 2}
+    held = model.strategy_buffer.iteration[: len(model.strategy_buffer)]
+    assert set(held.tolist()) == {1, 2, 3}
+
+
+def test_the_logged_exploitability_is_the_average_strategys():
+    model = tiny_model(exploitability_every=1, final_eval_games=0)
+    trainer = fit(model, max_epochs=1)
+    expected = exploitability(model.rules, model.average_policy)
+    assert float(trainer.callback_metrics["exploitability"]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_the_strategy_network_trains_every_k_iterations_and_at_the_last():
     model = tiny_model(strategy_every=2, final_eval_games=0)
-    recorder = Recorder()
-    fit(model, max_epochs=3, callbacks=[recorder])
-    trained = [m["time/strategy_train_s"] > 0 for m in recorder.metrics]
-    assert trained == [False, True, True]
+    recorder, probe = Recorder(), IterationProbe()
+    fit(model, max_epochs=3, callbacks=[recorder, probe])
+    strategy = NETWORKS.index("strategy")
+    changed = [
+        largest_change(i["before"][strategy], i["after"][strategy]) > 0 for i in probe.iterations
+    ]
+    assert changed == [False, True, True]
+    assert [len(i["grad_norms"]["strategy"]) for i in probe.iterations] == [0, 4, 4]
+    assert [m["time/strategy_train_s"] > 0 for m in recorder.metrics] == [False, True, True]
     assert "loss/strategy" not in recorder.metrics[0]
 
 
@@ -164,22 +175,17 @@ def test_advantage_networks_restart_from_scratch_unless_warm_started(warm_start)
     assert (watcher.adam_state > 0) == warm_start  # Adam restarts with the network
 
 
-def test_average_and_current_agents_play_legal_games():
-    model = tiny_model(final_eval_games=0)
+def test_fit_ends_with_the_final_evaluation_against_the_eval_opponent(capsys):
+    model = tiny_model(final_eval_games=30, eval_opponent="discard-only")
     fit(model, max_epochs=1)
-    for policy in ("average", "current"):
-        for greedy in (False, True):
-            agent = model.agent(policy, greedy=greedy, seed=0)
-            # evaluate raises IllegalActionError on an illegal move
-            result = evaluate(agent, agent_from_spec("random", seed=1), 40, rules=model.rules)
-            assert result.games == 40
-
-
-def test_fit_ends_with_the_final_evaluation_against_random(capsys):
-    model = tiny_model(final_eval_games=30)
-    fit(model, max_epochs=1)
-    out = capsys.readouterr().out
-    assert "average vs random: 30 games" in out
+    printed = capsys.readouterr().out
+    result = model.evaluate_average(30)
+    assert (result.agent, result.opponent, result.games) == ("average", "discard-only", 30)
+    assert result.rules == dataclasses.asdict(model.rules)
+    table = result.format_table().splitlines()
+    del table[1]  # the seconds and games per second
+    for line in table:
+        assert line in printed
 
 
 def test_bf16_true_precision_trains_traverses_and_plays_in_bfloat16():

@@ -14,10 +14,10 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from run_probes import BufferProbe
-from tiny_training import TINY_MODEL, cli_subprocess
+from tiny_training import TINY_MODEL, cli_subprocess, positions, tiny_model
 
 from lostcities_cfr import evaluate_cli, play
-from lostcities_cfr.agents import RandomAgent, agent_from_spec
+from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
@@ -110,38 +110,6 @@ def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_confi
     assert_same_run(resumed.model, reference.model)
 
 
-def test_agents_load_from_a_checkpoint_and_play(write_config, tmp_path):
-    run("fit", ["--config", str(write_config(name="agent", max_epochs=1, final_eval_games=0))])
-    path = tmp_path / "agent" / "checkpoints" / "last.ckpt"
-    for spec in (f"ckpt:{path}", f"ckpt:{path}:current", f"ckpt:{path}:greedy"):
-        agent = agent_from_spec(spec, seed=0)
-        result = evaluate(agent, agent_from_spec("random", seed=1), 20, rules=Rules.tiny())
-        assert result.games == 20
-    direct = load_agent(path, policy="current", greedy=True)
-    assert direct.name == "current"
-
-
-@pytest.fixture
-def checkpoint_file(tmp_path):
-    path = tmp_path / "run:1" / "last.ckpt"  # a ':' inside the path must survive parsing
-    path.parent.mkdir()
-    path.write_bytes(b"")
-    return path
-
-
-@pytest.fixture
-def fake_load_agent(monkeypatch):
-    """Stands in for load_agent; records its arguments."""
-    calls = []
-
-    def load_agent(path, policy, greedy, seed):
-        calls.append({"path": path, "policy": policy, "greedy": greedy, "seed": seed})
-        return RandomAgent(seed)
-
-    monkeypatch.setattr("lostcities_cfr.training.checkpoint.load_agent", load_agent)
-    return calls
-
-
 @pytest.mark.parametrize(
     ("suffix", "policy", "greedy"),
     [
@@ -152,19 +120,28 @@ def fake_load_agent(monkeypatch):
         (":greedy", "average", True),
     ],
 )
-def test_checkpoint_specs_parse_path_policy_and_greedy(
-    checkpoint_file, fake_load_agent, suffix, policy, greedy
-):
-    agent = agent_from_spec(f"ckpt:{checkpoint_file}{suffix}", seed=4)
-    assert fake_load_agent == [
-        {"path": str(checkpoint_file), "policy": policy, "greedy": greedy, "seed": 4}
-    ]
-    assert agent.name == f"ckpt:{checkpoint_file}{suffix}"
+def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, policy, greedy):
+    path, saved = tiny_checkpoint
+    batch = positions(Rules.tiny(), per_depth=64)
+    expected = saved.agent(policy, greedy=greedy, seed=4).act(batch)
+    # A model that never trained plays differently, so equal actions say the weights loaded.
+    untrained = tiny_model().agent(policy, greedy=greedy, seed=4).act(batch)
+    assert not torch.equal(untrained, expected)
+    for agent in (
+        agent_from_spec(f"ckpt:{path}{suffix}", seed=4),
+        load_agent(path, policy=policy, greedy=greedy, seed=4),
+    ):
+        assert torch.equal(agent.act(batch), expected)
+    if policy == "average":
+        torch.testing.assert_close(
+            load_agent(path).policy(batch), saved.agent("average").policy(batch)
+        )
 
 
-def test_checkpoint_spec_rejects_two_policies(checkpoint_file, fake_load_agent):
+def test_checkpoint_spec_rejects_two_policies(tiny_checkpoint):
+    path, _ = tiny_checkpoint
     with pytest.raises(AgentSpecError, match="one of :average and :current"):
-        agent_from_spec(f"ckpt:{checkpoint_file}:average:current")
+        agent_from_spec(f"ckpt:{path}:average:current")
 
 
 class OpenOnLoad:
@@ -234,8 +211,8 @@ def test_checkpoints_hold_plain_data_and_name_their_model_class(fitted, tmp_path
 
 
 def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_path, capsys):
-    tiny = r"tiny rules \(feature size 56, 15 actions\)"
-    classic = r"classic rules \(feature size 421, 106 actions\)"
+    tiny = r"tiny rules \(feature size 58, 15 actions\)"
+    classic = r"classic rules \(feature size 423, 106 actions\)"
     agent = agent_from_spec(f"ckpt:{fitted}")
     with pytest.raises(LostCitiesError, match=rf"plays {tiny}; this game is {classic}"):
         evaluate(agent, agent_from_spec("random"), 2)  # classic rules by default
@@ -247,7 +224,7 @@ def test_a_checkpoint_of_other_rules_is_refused_naming_both_rules(fitted, tmp_pa
 
     with pytest.raises(SystemExit):
         play.main(["--opponent", f"ckpt:{fitted}"], read=no_move, write=print)
-    assert "plays tiny rules (feature size 56" in capsys.readouterr().err
+    assert "plays tiny rules (feature size 58" in capsys.readouterr().err
     # Weights that do not fit the rules their own checkpoint names.
     checkpoint = torch.load(fitted, weights_only=True)
     checkpoint["hyper_parameters"]["rules"] = "six-colors"

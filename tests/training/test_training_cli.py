@@ -11,7 +11,7 @@ from pytorch_lightning.callbacks import Timer
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.cli import main
 from lostcities_cfr.fit_cli import build_cli, run
-from lostcities_cfr.training import DeepCFR
+from lostcities_cfr.training import DeepCFR, load_model
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 
@@ -79,7 +79,12 @@ def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
         rows = list(csv.DictReader(file))
     logged = [row for row in rows if row.get("loss/advantage_p0")]
     assert [float(row["iteration"]) for row in logged] == [1.0, 2.0]
-    assert float(rows[-1]["eval/average/random/win_rate"]) >= 0
+    # The final evaluation's figures are those of the saved model's average strategy.
+    final = load_model(run_dir / "checkpoints" / "last.ckpt").evaluate_average(20)
+    assert float(rows[-1]["eval/average/random/win_rate"]) == pytest.approx(final.rounds.win_rate)
+    assert float(rows[-1]["eval/average/random/score_diff"]) == pytest.approx(
+        final.rounds.score_diff
+    )
 
     main(["validate", "--config", config, "--ckpt_path", str(run_dir / "checkpoints/last.ckpt")])
     assert "eval/average/random/win_rate" in capsys.readouterr().out

@@ -1,17 +1,28 @@
 """Tiny Deep CFR runs for the training tests: tiny rules, 32x2 networks, a few updates.
 
 A run takes a couple of seconds on a CPU, on one thread. Runs log to CSV in ``tmp_path``
-(never W&B) and show no progress bar. (A module of its own, not ``conftest``, so test files
-import it by a name no other test folder uses.)
+(never W&B) and show no progress bar. Also networks with known preferences and positions
+where either player is to move, to check which network plays where. (A module of its own,
+not ``conftest``, so test files import it by a name no other test folder uses.)
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytorch_lightning as pl
+import torch
 import yaml
+
+from lostcities_cfr.agents import random_legal_actions
+from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP
+from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.training import DeepCFR
 
 TINY_MODEL = {
     "rules": "tiny",
@@ -66,3 +77,74 @@ def cli_subprocess(config: Path, *overrides: str, callback: dict | None = None) 
     here = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[1]), str(here)])}
     return {"args": args, "env": env}
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """One torch thread for a run made outside a test function (a module-scoped fixture),
+    where the suite's per-test thread fixture does not reach."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def tiny_model(**overrides: object) -> DeepCFR:
+    """:data:`TINY_MODEL` built directly (external sampling, 32 walkers), ``overrides`` on top."""
+    arguments = {
+        **TINY_MODEL,
+        "network": NetworkConfig(**TINY_MODEL["network"]),
+        "sampler": ExternalSampling(walkers=32),
+        **overrides,
+    }
+    return DeepCFR(**arguments)
+
+
+def fit(model: DeepCFR, max_epochs: int, callbacks: Sequence[pl.Callback] = ()) -> pl.Trainer:
+    """``max_epochs`` iterations of ``model`` on the CPU: no logger, checkpoint or bar."""
+    trainer = pl.Trainer(
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=list(callbacks),
+    )
+    trainer.fit(model)
+    return trainer
+
+
+def answer_always(net: PolicyMLP, outputs: torch.Tensor) -> None:
+    """Make ``net`` answer ``outputs`` [A] whatever its input: a known preference."""
+    with torch.no_grad():
+        net.head.weight.zero_()
+        net.head.bias.copy_(outputs)
+
+
+def preference(n_actions: int, lowest_first: bool) -> torch.Tensor:
+    """[A] outputs, all negative and distinct: regret matching (which falls back to the
+    highest advantage) and any arg-max play the lowest (or the highest) legal action id."""
+    rising = torch.arange(n_actions, dtype=torch.float32) / n_actions  # [A] in [0, 1)
+    return -1.0 - rising if lowest_first else -2.0 + rising
+
+
+def lowest_and_highest_legal(batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B] int64 each: the lowest and the highest legal action id of every game."""
+    legal = batch.legal_mask().long()  # [B, A]
+    A = legal.shape[1]
+    return legal.argmax(1), A - 1 - legal.flip(1).argmax(1)
+
+
+def positions(rules: Rules, per_depth: int = 16, seed: int = 0) -> GameBatch:
+    """Unfinished games after 0 to 5 random decisions: both players to move, both decisions."""
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for depth in range(6):
+        batch = GameBatch.new(rules, per_depth, seed=seed + depth)
+        for _ in range(depth):
+            batch.step(random_legal_actions(batch.legal_mask(), generator))
+        batches.append(batch.select((~batch.done).nonzero().squeeze(1)))
+    return GameBatch.cat(batches)
