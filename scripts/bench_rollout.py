@@ -8,7 +8,7 @@ snapshot, for each ``--games`` count; ``--ckpt`` times a trained PPO checkpoint 
 players' moves; the learner's are half of them. A figure is the median of ``--repeats``
 rollouts after one warm-up.
 
-    python scripts/bench_rollout.py [--games 128 512 2048] [--network 256x2]
+    python scripts/bench_rollout.py [--games 128 512 2048] [--network WIDTHxDEPTH]
         [--ckpt PATH] [--threads 1] [--repeats 3] [--json]
 """
 
@@ -57,7 +57,9 @@ def time_rollout(model: PPO, repeats: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, nargs="+", default=[128, 512, 2048])
-    parser.add_argument("--network", type=network, default=network("256x2"))
+    parser.add_argument(
+        "--network", type=network, default=None, help="WIDTHxDEPTH (default: PPO's, 128x2)"
+    )
     parser.add_argument("--ckpt", default=None, help="a PPO checkpoint to time instead")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
@@ -68,7 +70,8 @@ def main() -> None:
     results = []
     for games in args.games:
         if args.ckpt is None:
-            model = PPO(network=args.network, games_per_rollout=games)
+            shape = {} if args.network is None else {"network": args.network}
+            model = PPO(games_per_rollout=games, **shape)
         else:
             model = PPO.load_from_checkpoint(args.ckpt, games_per_rollout=games)
         with torch.no_grad():

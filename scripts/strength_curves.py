@@ -1,8 +1,8 @@
 """Strength against wall-clock: win rate against each opponent vs minutes of training, per run.
 
-Reads each run folder's CSV logs (``csv/version_*/metrics.csv``, the CSVLogger of every
-config; a resumed run writes a new version, and the versions are merged by iteration, the
-later one winning), takes the ``eval/<policy>/<opponent>/win_rate`` points that
+Reads each run folder's CSV logs as ``report`` does (``csv/version_*/metrics.csv``, the
+CSVLogger of every config; a resumed run writes a new version, and the versions are merged
+by iteration, the later one winning), takes the ``eval/<policy>/<opponent>/win_rate`` points that
 ``PeriodicEvaluation`` logged with their 95% intervals, and puts each at the run's clock
 when its iteration ended (``time/elapsed_s``, logged by ``PhaseTimer``; runs logged before
 it existed fall back to the running sum of ``time/iteration_s``). Draws one PNG, one panel
@@ -20,16 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from lostcities_cfr.report import EVAL_KEY, read_metrics
-
-VERSION = re.compile(r"version_(\d+)$")
+from lostcities_cfr.report import EVAL_KEY, find_metrics_files, read_metrics
 
 
 @dataclass(frozen=True)
@@ -46,33 +43,6 @@ class Point:
     ci_high: float
 
 
-def run_metrics(run_dir: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """A run's per-iteration metrics, every CSV version merged (later versions win).
-
-    Raises:
-        FileNotFoundError: the folder holds no ``csv/version_*/metrics.csv``.
-    """
-    files = sorted(
-        run_dir.glob("csv/version_*/metrics.csv"),
-        key=lambda path: int(VERSION.search(path.parent.name)[1]),
-    )
-    if not files:
-        raise FileNotFoundError(
-            f"no csv/version_*/metrics.csv in {run_dir}: pass a run folder (the config's "
-            "trainer.default_root_dir) whose loggers include the CSVLogger"
-        )
-    by_iteration: dict[int, dict[str, float]] = {}
-    for path in files:
-        iterations, columns = read_metrics(path)
-        for i, iteration in enumerate(iterations.tolist()):
-            merged = by_iteration.setdefault(iteration, {})
-            merged.update({k: v[i] for k, v in columns.items() if not math.isnan(v[i])})
-    iterations = np.array(sorted(by_iteration), dtype=np.int64)
-    names = {name for values in by_iteration.values() for name in values}
-    columns = {n: np.array([by_iteration[i].get(n, math.nan) for i in iterations]) for n in names}
-    return iterations, columns
-
-
 def elapsed_minutes(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
     """[n] minutes of training at each iteration's end (see the module docstring)."""
     if "time/elapsed_s" in columns:
@@ -84,7 +54,7 @@ def elapsed_minutes(columns: dict[str, np.ndarray], n: int) -> np.ndarray:
 
 def strength_points(run_dir: Path, label: str, policy: str | None = None) -> list[Point]:
     """Every evaluation point of a run (of ``policy`` only, if given)."""
-    iterations, columns = run_metrics(run_dir)
+    iterations, columns = read_metrics(find_metrics_files(run_dir))
     minutes = elapsed_minutes(columns, len(iterations))
     points = []
     for name in sorted(columns):

@@ -368,12 +368,15 @@ class PPO(pl.LightningModule):
 
     def clone_teacher(self) -> _Rows:
         """Play the teacher against itself; its moves and returns as training rows."""
+        start = time.perf_counter()
         rows = teacher_games(
             self.rules, self.teacher, self.hparams.games_per_rollout, self._deal_seed(), self.device
         )
+        seconds = time.perf_counter() - start
         self.iteration_metrics = {
             "rollout/games": float(self.hparams.games_per_rollout),
             "rollout/decisions": float(len(rows)),
+            "rollout/decisions_per_s": len(rows) / seconds,
             "rollout/game_length": len(rows) / self.hparams.games_per_rollout / 2,
         }
         zeros = torch.zeros_like(rows.returns)

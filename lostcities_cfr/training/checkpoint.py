@@ -1,4 +1,5 @@
-"""Models and agents from checkpoint files (the ``ckpt:PATH[:current][:greedy]`` agent spec).
+"""Models and agents from checkpoint files (the ``ckpt:PATH[:current][:greedy]`` and
+``best[:greedy]`` agent specs).
 
 Loading is safe: a file is read with ``torch.load(weights_only=True)``, which builds tensors
 and plain data only and refuses anything else, so a crafted file cannot run code. Models
@@ -13,8 +14,12 @@ file names, and a class path inside them must lie in this package or in torch. A
 model offers ``rules`` and ``agent(policy, greedy, seed)``, as
 :class:`~lostcities_cfr.training.evaluation.PolicyModel` describes.
 
-Importing this module registers the ``ckpt`` agent kind, so the agent layer below never
-imports training.
+:func:`networks_only` cuts a training checkpoint down to what playing needs (the class, its
+arguments and the networks): the package ships one, ``pretrained/best.pt``, the strongest agent
+a 30-minute run trains (``docs/agents.md``), which the ``best`` agent spec plays.
+
+Importing this module registers the ``ckpt`` and ``best`` agent kinds, so the agent layer
+below never imports training.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ CKPT_HELP = (
     "a checkpoint's policy (DeepCFR: the average strategy, :current = regret matching on its "
     "advantage nets; PPO: its policy network)"
 )
+BEST_USAGE = "best[:greedy]"
+BEST_HELP = "the strongest agent shipped with the package (docs/agents.md)"
+BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these.
@@ -257,6 +265,22 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
     return model.eval()
 
 
+def networks_only(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`load_model` needs of a training checkpoint, and nothing else.
+
+    The model class, its arguments and its ``state_dict`` (the networks), plus the iteration
+    it was saved after; no optimizer state, generators, snapshot pool or reservoirs, so a
+    PPO checkpoint of 128x2 networks shrinks to a few hundred KB.
+    """
+    return {
+        MODEL_CLASS_KEY: checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS),
+        "hyper_parameters": checkpoint.get("hyper_parameters", {}),
+        "state_dict": checkpoint["state_dict"],
+        # Lightning's epoch counts from 0; one epoch is one iteration
+        "iteration": checkpoint.get("epoch", -1) + 1,
+    }
+
+
 def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:
     """Refuse a checkpoint whose weights hold NaN or infinite values, naming the first."""
     for name, tensor in checkpoint["state_dict"].items():
@@ -328,4 +352,15 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
     )
 
 
+def best_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
+    """The ``best`` agent kind's factory: the shipped checkpoint, ``:greedy`` optional.
+
+    Raises:
+        AgentSpecError: an argument other than ``greedy``, or an option.
+    """
+    expect_arguments([a for a in args if a != "greedy"], options, 0, BEST_USAGE)
+    return load_agent(BEST_AGENT, greedy="greedy" in args, seed=seed)
+
+
 register_agent_kind("ckpt", checkpoint_agent, CKPT_USAGE, CKPT_HELP)
+register_agent_kind("best", best_agent, BEST_USAGE, BEST_HELP)

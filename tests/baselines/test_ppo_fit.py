@@ -1,5 +1,6 @@
 """PPO through ``python -m lostcities_cfr fit``: a tiny run, its logs, its checkpoint as an
-agent, a resume, the behaviour-cloning warm start and refused settings."""
+agent, a resume, the behaviour-cloning warm start, refused settings and the networks-only
+export that ships an agent."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ from lostcities_cfr.arena import evaluate
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.cli import main
 from lostcities_cfr.fit_cli import run
-from lostcities_cfr.game import Rules
+from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.training import metrics
-from lostcities_cfr.training.checkpoint import load_model
+from lostcities_cfr.training.checkpoint import (
+    load_agent,
+    load_model,
+    networks_only,
+    read_checkpoint,
+)
 
 TINY_PPO = {
     "rules": "tiny",
@@ -128,6 +134,7 @@ def test_behaviour_cloning_iterations_come_first_then_ppo(tmp_path):
     assert [bool(row["loss/bc"]) for row in rows] == [True, True, False]
     assert [bool(row["loss/policy"]) for row in rows] == [False, False, True]
     assert all(0 <= float(row["bc/accuracy"]) <= 1 for row in rows[:2])
+    assert all(float(row["rollout/decisions_per_s"]) > 0 for row in rows)  # the teacher's too
 
 
 @pytest.mark.parametrize(
@@ -148,3 +155,17 @@ def test_a_bad_ppo_setting_fails_before_any_game_naming_the_field(
         main(["fit", "--config", str(config)])
     assert message in capsys.readouterr().err
     assert not (tmp_path / "bad" / "checkpoints").exists()
+
+
+def test_a_networks_only_export_is_smaller_loads_safely_and_plays_the_same_moves(tmp_path):
+    run_dir = tmp_path / "export"
+    main(["fit", "--config", str(write_config(run_dir, max_epochs=2))])
+    full = run_dir / "checkpoints" / "last.ckpt"
+    slim = tmp_path / "agent.pt"
+    torch.save(networks_only(read_checkpoint(full)), slim)
+    saved = torch.load(slim, weights_only=True)
+    assert saved["iteration"] == 2 and "ppo" not in saved and "optimizer_states" not in saved
+    assert slim.stat().st_size < full.stat().st_size / 2
+    batch = GameBatch.new(Rules.tiny(), 32, seed=5)
+    moves = [load_agent(path, greedy=True).act(batch) for path in (full, slim)]
+    assert torch.equal(*moves)
