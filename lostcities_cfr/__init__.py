@@ -24,7 +24,7 @@ from lostcities_cfr.agents import (
     agent_from_spec,
     register_agent_kind,
 )
-from lostcities_cfr.agents.specs import AgentFactory
+from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_USAGE, AgentFactory
 from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import AgentSpecError, ConfigError, IllegalActionError
 from lostcities_cfr.game import GameBatch, GameState, Rules
@@ -74,16 +74,5 @@ def _on_first_use(factory: str) -> AgentFactory:
     return build
 
 
-register_agent_kind(
-    "ckpt",
-    _on_first_use("checkpoint_agent"),
-    "ckpt:PATH[:current][:greedy]",
-    "a checkpoint's policy (DeepCFR: the average strategy, :current = regret matching on its "
-    "advantage nets; PPO: its policy network)",
-)
-register_agent_kind(
-    "best",
-    _on_first_use("best_agent"),
-    "best[:greedy]",
-    "the strongest agent shipped with the package (docs/agents.md)",
-)
+register_agent_kind("ckpt", _on_first_use("checkpoint_agent"), CKPT_USAGE, CKPT_HELP)
+register_agent_kind("best", _on_first_use("best_agent"), BEST_USAGE, BEST_HELP)

@@ -24,20 +24,22 @@ LightningCLI's defaults:
   (``model.seed`` is linked to it).
 - ``threads``: torch's CPU threads. Small networks train fastest on one thread, and on a
   machine with other busy processes extra threads wait on each other (``docs/performance.md``).
-- Bad values exit with one line naming them, before any game is played: a
-  :class:`~lostcities_cfr.errors.LostCitiesError`, or what jsonargparse and Lightning raise
-  while the model, trainer, loggers and callbacks are built. An error of ours during the run
-  (a non-finite loss) exits with its line too.
+- Bad values exit with one line naming them, before any game is played: a value outside
+  its argument's type (``PositiveInt``, ``Literal[...]``: :mod:`lostcities_cfr.arguments`)
+  while the config is parsed, a :class:`~lostcities_cfr.errors.LostCitiesError`, or what
+  jsonargparse and Lightning raise while the model, trainer, loggers and callbacks are
+  built. An error of ours during the run (a non-finite loss) exits with its line too.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytorch_lightning as pl
 import torch
@@ -48,6 +50,7 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from lostcities_cfr import runs
+from lostcities_cfr.arguments import PositiveInt
 from lostcities_cfr.callbacks import SaveConfigToLoggers
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.training.checkpoint import (
@@ -55,6 +58,7 @@ from lostcities_cfr.training.checkpoint import (
     MODEL_CLASS_KEY,
     check_finite_weights,
     class_path,
+    class_paths,
     hyperparameters,
     read_checkpoint,
 )
@@ -95,6 +99,21 @@ def model_seed(seed_everything: bool | int) -> int:
     return 0 if isinstance(seed_everything, bool) else seed_everything
 
 
+class OneLineErrorParser(LightningArgumentParser):
+    """LightningCLI's parser, refusing a value with one line that names the field.
+
+    jsonargparse prints the usage text and a message of many lines for a value that does not
+    parse (one line per member of a union type); this raises a
+    :class:`~lostcities_cfr.errors.ConfigError` with the field, the value and the reason on
+    one line instead, which :func:`run` prints (``--help`` lists the arguments).
+    """
+
+    def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+        if not self.exit_on_error:  # jsonargparse trying a type: its exception is the answer
+            super().error(message, ex)
+        raise ConfigError(_one_line(message)) from None
+
+
 class DeepCFRCLI(LightningCLI):
     """LightningCLI for :class:`DeepCFR` with the run-folder and seeding conventions above."""
 
@@ -119,7 +138,7 @@ class DeepCFRCLI(LightningCLI):
         parser.link_arguments("seed_everything", "model.init_args.seed", model_seed)
         parser.add_argument(
             "--threads",
-            type=int | None,
+            type=PositiveInt | None,
             default=None,
             help="torch CPU threads (torch.set_num_threads); null keeps torch's default",
         )
@@ -161,14 +180,14 @@ class DeepCFRCLI(LightningCLI):
             runs.check_max_epochs(checkpoint, config.trainer.max_epochs, resume)
         dump = self.parser.dump(self.config, skip_link_targets=False, skip_none=False)
         wanted = yaml.safe_load(dump)[subcommand]["model"]["init_args"]
-        runs.check_resumable(hyperparameters(checkpoint, resume), wanted, resume)
+        # The classes this command's own config names are imported already.
+        saved = hyperparameters(checkpoint, resume, allowed=class_paths(wanted))
+        runs.check_resumable(saved, wanted, resume)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
         threads = config["threads"]
         if threads is not None:
-            if threads < 1:
-                raise ConfigError(f"threads={threads}; expected at least 1, or null")
             torch.set_num_threads(threads)
         if self.subcommand and config.get("weights_only") is False:
             raise ConfigError(
@@ -212,6 +231,7 @@ def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
         save_config_callback=SaveConfigToLoggers,
         save_config_kwargs={"overwrite": True},
         auto_configure_optimizers=False,
+        parser_class=OneLineErrorParser,
     )
 
 
@@ -221,17 +241,55 @@ def _first_process() -> bool:
 
 
 def _reason(error: BaseException) -> str:
-    """One line for a failed build: our own error where jsonargparse wrapped one, else the
-    reasons jsonargparse lists (skipping the Union members the value was not meant for)."""
+    """One line for a failed build: our own error where jsonargparse wrapped one, else
+    jsonargparse's or Lightning's message on one line."""
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, LostCitiesError):
             return str(cause)
         cause = cause.__cause__ or cause.__context__
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    listed = [line[2:] for line in lines if line.startswith("- ")]
-    reasons = [line for line in listed if not line.startswith("Expected a <")]
-    return "; ".join(reasons) or (lines[0] if lines else type(error).__name__)
+    return _one_line(str(error)) or type(error).__name__
+
+
+# Lines of jsonargparse's messages that frame the reasons rather than give one.
+_FRAMING = re.compile(
+    r"(Does not validate against any|Problem with given class_path|Given value|Subtypes:|Errors:)"
+)
+# Reasons of the union members a value was not meant for: a plain type (``str`` where a
+# mapping was given) or a dataclass read from a file.
+_OTHER_MEMBER = re.compile(r"(Expected a <class |Expected a path but)")
+
+
+def _one_line(message: str) -> str:
+    """jsonargparse's message on one line: ``field=value: reason; reason``.
+
+    The field joins the keys it names (``model.sampler.walkers``); where a restricted type
+    refused the value (``Not of type PositiveInt: ...``), that is the reason, else every
+    reason but those of the union members the value was not meant for.
+    """
+    keys, reasons, value = [], [], None
+    for line in message.splitlines():
+        line = line.strip().removeprefix("- ")
+        key = re.match(r'Parser key "([^"]+)":\s*(.*)', line)
+        if key:
+            keys.append(key[1])
+            line = key[2]
+        if line.startswith("Given value: "):
+            value = line.removeprefix("Given value: ")
+            nested = re.fullmatch(r"NestedArg\(key='(.*)', val='(.*)'\)", value)
+            if nested:  # a dotted override such as --model.sampler.init_args.walkers 0
+                keys += [] if keys[-1:] == [nested[1]] else [nested[1]]
+                value = nested[2]
+        if line and not _FRAMING.match(line) and line not in reasons:
+            reasons.append(line)
+    ranges = [reason for reason in reasons if reason.startswith("Not of type")]
+    meant = [reason for reason in reasons if not _OTHER_MEMBER.match(reason)]
+    reason = "; ".join(ranges or meant or reasons)
+    refused = re.match(r"Not of type \w+: (.*) does not conform", ranges[0]) if ranges else None
+    if refused:  # the value itself, not the mapping of a model chosen by class_path
+        value = refused[1]
+    field = ".".join(keys) + ("" if value is None else f"={value}")
+    return f"{field}: {reason}" if keys else reason
 
 
 def run(subcommand: str, argv: list[str]) -> DeepCFRCLI:

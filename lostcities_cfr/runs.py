@@ -43,6 +43,8 @@ RESUMABLE_OVERRIDES = frozenset(
         "value_updates",
         "weight_decay",
         "color_augmentation",
+        "deploy",
+        "alternate_updates",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per

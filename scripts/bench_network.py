@@ -35,7 +35,7 @@ def rows_per_second(
     while time.perf_counter() - start < seconds or len(rates) < 3:
         queue.reset_stats()
         queue("net", features, legal)
-        rates.append(queue.stats()["rows"] / queue.stats()["policy_network_seconds"])
+        rates.append(queue.stats().rows / queue.stats().policy_network_seconds)
     return max(rates), statistics.median(rates)
 
 

@@ -48,7 +48,7 @@ def time_rollout(model: PPO, repeats: int) -> dict[str, float]:
                 "decisions_per_s": decisions / seconds,
                 "learner_decisions_per_s": model.iteration_metrics["rollout/learner_decisions"]
                 / seconds,
-                "network_share": model.queue.policy_network_seconds / seconds,
+                "network_share": model.queue.stats().policy_network_seconds / seconds,
             }
         )
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}

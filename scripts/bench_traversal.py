@@ -83,7 +83,7 @@ def traversal_nodes_per_s(
         "nodes_per_s": stats.nodes_per_s,
         "nodes": stats.nodes,
         "mean_batch": network["mean_batch"],
-        "network_share": network["policy_network_seconds"] / stats.seconds,
+        "network_share": network.policy_network_seconds / stats.seconds,
     }
 
 
@@ -102,7 +102,7 @@ def network_rows_per_s(nets, head, rules: Rules, batch: int, seconds: float) -> 
     while time.perf_counter() - start < seconds or len(rates) < 5:
         queue.reset_stats()
         queue("net", features, legal)
-        rates.append(batch / queue.stats()["policy_network_seconds"])
+        rates.append(batch / queue.stats().policy_network_seconds)
     return statistics.median(rates)
 
 

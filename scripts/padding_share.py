@@ -42,8 +42,8 @@ def main() -> None:
         sampler.traverse(context, args.traversals)
     stats = queue.stats()
     print(
-        f"buckets {args.buckets}: {stats['calls']} forwards, {stats['rows']:,} rows, "
-        f"{stats['padded_rows']:,} padding rows (+{stats['padded_rows'] / stats['rows']:.0%})"
+        f"buckets {args.buckets}: {stats.calls} forwards, {stats.rows:,} rows, "
+        f"{stats.padded_rows:,} padding rows (+{stats.padded_rows / stats.rows:.0%})"
     )
 
 

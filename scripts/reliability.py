@@ -167,6 +167,10 @@ CASES = [
         "a checkpoint with a NaN weight as an agent",
         ["evaluate", "--agent", "ckpt:nan-weight.ckpt", "--rules", "tiny"],
     ),
+    Case(
+        "a checkpoint naming a sampler class outside the package",
+        ["evaluate", "--agent", "ckpt:foreign-class.ckpt", "--rules", "tiny"],
+    ),
     Case("a checkpoint path to no file", ["evaluate", "--agent", "ckpt:nowhere.ckpt"]),
     Case(
         "two policies in one spec",
@@ -224,6 +228,9 @@ def make_fixtures(work: Path) -> None:
     checkpoint = torch.load(last, weights_only=True)
     checkpoint["deep_cfr"]["strategy_buffer"]["targets"][5, 3] = float("inf")
     torch.save(checkpoint, work / "inf-row.ckpt")
+    checkpoint = torch.load(last, weights_only=True)
+    checkpoint["hyper_parameters"]["sampler"]["class_path"] = "my_samplers.MySampler"
+    torch.save(checkpoint, work / "foreign-class.ckpt")
 
 
 def last_iterations(work: Path) -> dict[str, int | str]:

@@ -51,6 +51,14 @@ from torch import nn
 
 from lostcities_cfr.agents import Agent, NetworkAgent, agent_from_spec
 from lostcities_cfr.arena import play_out
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
 from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax, masked_softmax
@@ -258,34 +266,38 @@ class PPO(pl.LightningModule):
 
     policies = (LEARNER,)
 
+    @checked
     def __init__(
         self,
         rules: str | Rules = "classic",
         network: str | NetworkConfig = NetworkConfig(width=128, depth=2),  # noqa: B008 (frozen)
-        games_per_rollout: int = 512,
-        update_epochs: int = 2,
-        minibatches: int = 8,
-        learning_rate: float = 1e-3,
-        gamma: float = 1.0,
-        gae_lambda: float = 0.95,
-        clip: float = 0.2,
-        value_coef: float = 0.5,
-        entropy_coef: float = 0.01,
-        max_grad_norm: float = 0.5,
-        reward_scale: float = 100.0,
-        win_bonus: float = 0.0,
-        opponent_groups: int = 4,
-        latest_share: float = 0.5,
-        snapshot_every: int = 5,
-        pool_size: int = 20,
+        games_per_rollout: PositiveInt = 512,
+        update_epochs: PositiveInt = 2,
+        minibatches: PositiveInt = 8,
+        learning_rate: PositiveFloat = 1e-3,
+        gamma: ClosedUnitInterval = 1.0,
+        gae_lambda: ClosedUnitInterval = 0.95,
+        clip: PositiveFloat = 0.2,
+        value_coef: NonNegativeFloat = 0.5,
+        entropy_coef: NonNegativeFloat = 0.01,
+        max_grad_norm: NonNegativeFloat = 0.5,
+        reward_scale: PositiveFloat = 100.0,
+        win_bonus: NonNegativeFloat = 0.0,
+        opponent_groups: PositiveInt = 4,
+        latest_share: ClosedUnitInterval = 0.5,
+        snapshot_every: PositiveInt = 5,
+        pool_size: PositiveInt = 20,
         bc_teacher: str | None = None,
-        bc_iterations: int = 0,
+        bc_iterations: NonNegativeInt = 0,
         seed: int = 0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
-        _check_arguments(self.hparams)
+        if games_per_rollout < 2:
+            raise ConfigError(
+                f"PPO games_per_rollout={games_per_rollout}; expected at least 2 (a game from each seat)"
+            )
         self.rules = _resolve_rules(rules)
         self.network_config = _resolve_network(network)
         self.teacher: Agent | None = None
@@ -325,8 +337,11 @@ class PPO(pl.LightningModule):
         """Whether this iteration is behaviour cloning rather than PPO."""
         return self.iteration <= self.hparams.bc_iterations
 
-    def agent(self, policy: str = LEARNER, greedy: bool = False, seed: int | None = None) -> Agent:
-        """A batched agent playing the policy network's masked softmax."""
+    def agent(
+        self, policy: str | None = None, greedy: bool = False, seed: int | None = None
+    ) -> Agent:
+        """A batched agent playing the policy network's masked softmax (``None``: the same)."""
+        policy = LEARNER if policy is None else policy
         if policy != LEARNER:
             raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
         return NetworkAgent(self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=policy)
@@ -361,7 +376,7 @@ class PPO(pl.LightningModule):
             self._rows = self.clone_teacher() if self.cloning else self.rollout()
         self.iteration_metrics[metrics.phase_seconds("rollout")] = time.perf_counter() - start
         self.iteration_metrics[metrics.phase_seconds("policy_network")] = (
-            self.queue.policy_network_seconds
+            self.queue.stats().policy_network_seconds
         )
         self.iteration_metrics[metrics.phase_seconds("update")] = 0.0
         self._sums: dict[str, float] = {}
@@ -592,45 +607,3 @@ def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
         return NetworkConfig.preset(network)
     except ConfigError as error:
         raise ConfigError(f"PPO network: {error}") from None
-
-
-def _check_arguments(hparams: Any) -> None:
-    """Refuse values that cannot work, naming the field, before anything is built."""
-    at_least = {
-        "games_per_rollout": 2,
-        "update_epochs": 1,
-        "minibatches": 1,
-        "opponent_groups": 1,
-        "snapshot_every": 1,
-        "pool_size": 1,
-        "bc_iterations": 0,
-    }
-    for name, low in at_least.items():
-        value = hparams[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ConfigError(f"PPO {name}={value!r}; expected an int of at least {low}")
-    ranges = {
-        "learning_rate": (0.0, None),
-        "gamma": (0.0, 1.0),
-        "gae_lambda": (0.0, 1.0),
-        "clip": (0.0, None),
-        "value_coef": (0.0, None),
-        "entropy_coef": (0.0, None),
-        "max_grad_norm": (0.0, None),
-        "reward_scale": (0.0, None),
-        "win_bonus": (0.0, None),
-        "latest_share": (0.0, 1.0),
-    }
-    for name, (low, high) in ranges.items():
-        value = hparams[name]
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or value < low
-            or (high is not None and value > high)
-        ):
-            bound = f"in [{low}, {high}]" if high is not None else f"of at least {low}"
-            raise ConfigError(f"PPO {name}={value!r}; expected a number {bound}")
-    for name in ("learning_rate", "reward_scale", "clip"):
-        if hparams[name] == 0:
-            raise ConfigError(f"PPO {name}=0; expected a number above 0")

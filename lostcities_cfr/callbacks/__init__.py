@@ -2,9 +2,12 @@
 profiling, and the W&B logger and config saving they report through.
 
 None of them is needed for training. Stacks of them live in the top-level
-``callbacks/`` folder as YAML that a run adds as a second ``--config``.
+``callbacks/`` folder as YAML that a run adds as a second ``--config``. A callback that
+needs the traversal epoch subclasses :class:`TraversalCallback`, which also says what of the
+model a callback may rely on.
 """
 
+from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.compile_toggle import CompileToggle
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.callbacks.phase_profiler import PhaseProfiler
@@ -21,4 +24,5 @@ __all__ = [
     "PhaseProfiler",
     "PhaseTimer",
     "SaveConfigToLoggers",
+    "TraversalCallback",
 ]

@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytorch_lightning as pl
 import torch
-from torch import nn
 
+from lostcities_cfr.arguments import PositiveInt, checked
+from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import feature_size
+from lostcities_cfr.training.module import DeepCFR
 
 
-def set_module_compiled(module: nn.Module, on: bool, **compile_kwargs: Any) -> None:
-    """Compile ``module``'s calls in place (``nn.Module.compile``), or return it to eager.
-
-    In place means no wrapper module: parameters, buffers and ``state_dict``
-    keys stay exactly as they are (no ``_orig_mod.`` prefix), so a checkpoint
-    saved with compilation on loads with it off and the other way round.
-    """
-    compiled = getattr(module, "_compiled_call_impl", None) is not None
-    if on and not compiled:
-        module.compile(**compile_kwargs)
-    elif not on and compiled:
-        # nn.Module.compile stores the compiled call here and has no public inverse.
-        module._compiled_call_impl = None
-
-
-def training_networks(pl_module: pl.LightningModule) -> list[nn.Module]:
-    """The networks that train: each player's advantage network and the strategy network."""
-    return [*pl_module.advantage_nets, pl_module.strategy_net]
-
-
-class CompileToggle(pl.Callback):
+class CompileToggle(TraversalCallback):
     """Switches ``torch.compile`` on (or off) from a chosen CFR iteration.
 
     Acts at ``on_traversal_start`` (the model calls it once the inference
@@ -47,12 +28,15 @@ class CompileToggle(pl.Callback):
       sizes, the only shapes the queue ever runs, so that compilation happens
       here rather than inside the traversal's timings; once compiled, the
       warm-up costs a few forwards.
-    - ``training``: each training network (advantage networks and strategy
-      network) is compiled in place (True) or returned to eager (False); see
-      :func:`set_module_compiled`. It compiles at its first training step,
-      inside ``time/advantage_train_s`` and ``time/strategy_train_s``.
+    - ``training``: every network that trains (``pl_module.networks()``) gets a
+      ``torch.compile`` handle in ``pl_module.compiled_networks``, which its training
+      steps call instead of the network (True), or loses it (False). The handle wraps
+      the network and shares its parameters; the model holds it outside its modules, so
+      ``state_dict`` keys are the same either way and a checkpoint saved with
+      compilation on loads with it off, and the other way round. It compiles at its
+      first training step, inside ``time/<kind>_train_s``.
 
-    ``None`` leaves that side as it is. Checkpoint keys are the same either way.
+    ``None`` leaves that side as it is.
     Logs, from ``from_iteration`` on, ``compile/seconds`` (the switch and the
     warm-up: large when something compiled, near zero when nothing had to)
     and, every iteration, ``compile/inference`` and ``compile/training`` (1 on,
@@ -69,19 +53,16 @@ class CompileToggle(pl.Callback):
         warmup: compile the inference shapes before the traversal and time them.
     """
 
+    @checked
     def __init__(
         self,
         inference: bool | None = True,
         training: bool | None = None,
-        from_iteration: int = 1,
+        from_iteration: PositiveInt = 1,
         mode: str | None = None,
         backend: str = "inductor",
         warmup: bool = True,
     ) -> None:
-        if from_iteration < 1:
-            raise ConfigError(
-                f"CompileToggle from_iteration={from_iteration}; iterations count from 1"
-            )
         if inference is None and training is None:
             raise ConfigError(
                 "CompileToggle inference=None and training=None toggles nothing; set one of "
@@ -95,14 +76,18 @@ class CompileToggle(pl.Callback):
         self.warmup = warmup
         self.seconds: float | None = None  # this iteration's switch and warm-up
 
-    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self.seconds = None
         if pl_module.iteration < self.from_iteration:
             return
         start = time.perf_counter()
         if self.training is not None:
-            for net in training_networks(pl_module):
-                set_module_compiled(net, self.training, mode=self.mode, backend=self.backend)
+            compiled = pl_module.compiled_networks
+            for name, net in pl_module.networks().items():
+                if not self.training:
+                    compiled.pop(name, None)
+                elif name not in compiled:
+                    compiled[name] = torch.compile(net, mode=self.mode, backend=self.backend)
         if self.inference is not None:
             queue = pl_module.queue
             # Read when the compiled handles are built, at their first use.
@@ -112,29 +97,25 @@ class CompileToggle(pl.Callback):
                 self._warm_up(pl_module)
         self.seconds = time.perf_counter() - start
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         queue_compiled = pl_module.queue.backend == "compiled"
-        nets_compiled = all(
-            getattr(net, "_compiled_call_impl", None) is not None
-            for net in training_networks(pl_module)
-        )
+        nets_compiled = pl_module.compiled_networks.keys() == pl_module.networks().keys()
         pl_module.log("compile/inference", float(queue_compiled), on_step=False, on_epoch=True)
         pl_module.log("compile/training", float(nets_compiled), on_step=False, on_epoch=True)
         if self.seconds is not None:
             pl_module.log("compile/seconds", self.seconds, on_step=False, on_epoch=True)
 
     @staticmethod
-    def _warm_up(pl_module: pl.LightningModule) -> None:
+    def _warm_up(pl_module: DeepCFR) -> None:
         """One call per network and bucket size; the queue's counters are left as they were."""
         queue = pl_module.queue
         if queue.bucket_sizes is None:
             return  # every batch size is new: nothing to compile ahead
-        counters = (queue.calls, queue.rows, queue.padded_rows, queue.policy_network_seconds)
         n_features, n_actions = feature_size(pl_module.rules), pl_module.rules.n_actions
-        for name in queue.names:
-            for size in queue.bucket_sizes:
-                features = torch.zeros(size, n_features, device=pl_module.device)
-                legal = torch.zeros(size, n_actions, dtype=torch.bool, device=pl_module.device)
-                legal[:, 0] = True  # a legal action, as in every real row
-                queue(name, features, legal)
-        queue.calls, queue.rows, queue.padded_rows, queue.policy_network_seconds = counters
+        with queue.uncounted():
+            for name in queue.names:
+                for size in queue.bucket_sizes:
+                    features = torch.zeros(size, n_features, device=pl_module.device)
+                    legal = torch.zeros(size, n_actions, dtype=torch.bool, device=pl_module.device)
+                    legal[:, 0] = True  # a legal action, as in every real row
+                    queue(name, features, legal)

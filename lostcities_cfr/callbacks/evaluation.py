@@ -10,8 +10,9 @@ import pytorch_lightning as pl
 from pytorch_lightning.loggers import WandbLogger
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arguments import PositiveInt, checked
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.training.evaluation import check_policies, evaluate_policy
+from lostcities_cfr.training.evaluation import check_policies, evaluate_policy, policy_label
 from lostcities_cfr.training.metrics import ITERATION, eval_metrics
 
 TABLE_KEY = "eval/results"
@@ -72,22 +73,17 @@ class PeriodicEvaluation(pl.Callback):
         evaluate_last: also evaluate at the run's last iteration.
     """
 
+    @checked
     def __init__(
         self,
-        every_n_iterations: int = 10,
-        games: int = 100,
+        every_n_iterations: PositiveInt = 10,
+        games: PositiveInt = 100,
         opponents: Sequence[str] = ("random", "heuristic"),
         policies: Sequence[str] | None = None,
         greedy: bool = False,
         seed: int = 0,
         evaluate_last: bool = True,
     ) -> None:
-        if every_n_iterations < 1:
-            raise ConfigError(
-                f"PeriodicEvaluation every_n_iterations={every_n_iterations}; use 1 or more"
-            )
-        if games < 1:
-            raise ConfigError(f"PeriodicEvaluation games={games}; play at least 1 game")
         if not opponents:
             raise ConfigError("PeriodicEvaluation opponents=[]; name at least one agent spec")
         if policies is not None and not policies:
@@ -143,12 +139,12 @@ class PeriodicEvaluation(pl.Callback):
                 result = evaluate_policy(
                     pl_module, policy, spec, self.games, seed=self.seed, greedy=self.greedy
                 )
-                metrics.update(eval_metrics(policy, spec, result))
+                metrics.update(eval_metrics(policy_label(policy, self.greedy), spec, result))
                 rounds = result.rounds
                 self.rows.append(
                     [
                         iteration,
-                        policy,
+                        policy_label(policy, self.greedy),
                         spec,
                         result.games,
                         rounds.win_rate,

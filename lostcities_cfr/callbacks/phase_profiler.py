@@ -10,8 +10,12 @@ import torch
 from pytorch_lightning.utilities import rank_zero_info
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from lostcities_cfr.arguments import PositiveInt, checked
+from lostcities_cfr.callbacks.base import TraversalCallback
+from lostcities_cfr.training.module import DeepCFR
 
-class PhaseProfiler(pl.Callback):
+
+class PhaseProfiler(TraversalCallback):
     """Profiles whole CFR iterations operator by operator, one labelled range per phase.
 
     Acts in each iteration listed in ``iterations``: profiling starts with the
@@ -38,11 +42,12 @@ class PhaseProfiler(pl.Callback):
         record_shapes: record input shapes (larger traces; groups the table by shape).
     """
 
+    @checked
     def __init__(
         self,
-        iterations: Sequence[int] = (2,),
+        iterations: Sequence[PositiveInt] = (2,),
         dirpath: str | None = None,
-        row_limit: int = 25,
+        row_limit: PositiveInt = 25,
         record_shapes: bool = False,
     ) -> None:
         self.iterations = set(iterations)
@@ -53,14 +58,14 @@ class PhaseProfiler(pl.Callback):
         self._phase: record_function | None = None
         self._iteration: int | None = None
 
-    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self._start(pl_module.iteration)
         self._enter_phase("cfr/traversal")
 
-    def on_traversal_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self._enter_phase("cfr/training")
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self._start(pl_module.iteration)
         if self._profile is not None and self._phase is None:
             self._enter_phase("cfr/training")

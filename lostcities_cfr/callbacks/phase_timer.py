@@ -11,6 +11,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Checkpoint
 
+from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.training import metrics
 
@@ -56,7 +57,7 @@ def peak_memory_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024
 
 
-class PhaseTimer(pl.Callback):
+class PhaseTimer(TraversalCallback):
     """Times every iteration and logs each phase's share of it, the run's clock, memory and
     buffer fill.
 

@@ -9,7 +9,10 @@ import time
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import TQDMProgressBar
 
+from lostcities_cfr.arguments import NonNegativeInt, PositiveFloat, checked
+from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.training.module import DeepCFR
 
 
 def _si(value: float) -> str:
@@ -20,7 +23,7 @@ def _si(value: float) -> str:
     return f"{value:.0f}"
 
 
-class IterationProgressBar(TQDMProgressBar):
+class IterationProgressBar(TQDMProgressBar, TraversalCallback):
     """Lightning's tqdm bar, titled by CFR iteration, with the traversal epoch shown.
 
     Acts every iteration: at its start the one bar of the run is reset to the
@@ -47,13 +50,14 @@ class IterationProgressBar(TQDMProgressBar):
         traversal_refresh_s: seconds between redraws during a traversal epoch.
     """
 
+    @checked
     def __init__(
         self,
-        refresh_rate: int = 1,
+        refresh_rate: NonNegativeInt = 1,
         leave: bool = False,
         lines: bool | None = None,
-        traversal_refresh_s: float = 1.0,
-    ):
+        traversal_refresh_s: PositiveFloat = 1.0,
+    ) -> None:
         super().__init__(refresh_rate=refresh_rate, leave=leave)
         self.lines = lines
         self.traversal_refresh_s = traversal_refresh_s
@@ -71,14 +75,14 @@ class IterationProgressBar(TQDMProgressBar):
             self.disable()
         super().on_train_start(trainer, pl_module)
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         super().on_train_epoch_start(trainer, pl_module)
         self._iteration_start = time.perf_counter()
         self._traversal = {}
         total = "" if trainer.max_epochs in (None, -1) else f"/{trainer.max_epochs}"
         self.train_progress_bar.set_description(f"iteration {pl_module.iteration}{total}")
 
-    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self.train_progress_bar.set_postfix_str("traversal...")
         if self._lines or not trainer.is_global_zero:
             return
@@ -91,17 +95,17 @@ class IterationProgressBar(TQDMProgressBar):
     def _watch_traversal(self, queue: InferenceQueue) -> None:
         """Redraw the postfix with the rows the queue has run so far, until the epoch ends.
 
-        Reads two counters that the traversal thread writes; a stale read only
-        shows a slightly older figure.
+        Reads the queue's stats snapshot, which the traversal thread replaces after every
+        flush; a stale read only shows a slightly older figure.
         """
         start = time.perf_counter()
         while not self._traversal_done.wait(self.traversal_refresh_s):
             seconds = time.perf_counter() - start
             self.train_progress_bar.set_postfix_str(
-                f"traversal {seconds:.0f}s, {_si(queue.rows)} rows", refresh=True
+                f"traversal {seconds:.0f}s, {_si(queue.stats().rows)} rows", refresh=True
             )
 
-    def on_traversal_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_traversal_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         if self._traversal_watch is not None:
             self._traversal_done.set()
             self._traversal_watch.join()
@@ -121,12 +125,12 @@ class IterationProgressBar(TQDMProgressBar):
         metrics.pop("v_num", None)  # the run's folder says it; the bar has little room
         return {**self._traversal, **metrics}
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         super().on_train_epoch_end(trainer, pl_module)
         if self._lines and trainer.is_global_zero:
             print(self.iteration_line(trainer, pl_module), flush=True)
 
-    def iteration_line(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> str:
+    def iteration_line(self, trainer: pl.Trainer, pl_module: DeepCFR) -> str:
         """The one line printed per iteration in ``lines`` mode."""
         m = pl_module.iteration_metrics
         total = "" if trainer.max_epochs in (None, -1) else f"/{trainer.max_epochs}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytorch_lightning as pl
+import yaml
 from pytorch_lightning.cli import LightningArgumentParser, SaveConfigCallback
 from pytorch_lightning.utilities import rank_zero_only
 
@@ -40,6 +41,8 @@ class SaveConfigToLoggers(SaveConfigCallback):
     def save_config(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         config = self.config.clone()
         config.pop("config", None)  # the --config file paths, not settings
-        settings = config.as_dict()
+        # Through the parser's serializers: plain data, as in config.yaml (a parsed value
+        # can be an instance of its restricted type, such as PositiveInt).
+        settings = yaml.safe_load(self.parser.dump(config, skip_none=False, skip_check=True))
         for logger in trainer.loggers:
             logger.log_hyperparams(settings)

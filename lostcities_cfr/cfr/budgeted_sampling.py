@@ -31,6 +31,13 @@ from __future__ import annotations
 
 import torch
 
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.traversal import (
     Sampler,
     TraversalContext,
@@ -39,7 +46,6 @@ from lostcities_cfr.cfr.traversal import (
     live_rows,
     sample_actions,
 )
-from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, feature_size
 
 
@@ -56,23 +62,16 @@ class BudgetedSampling(Sampler):
         max_branches: the most branch nodes per traversal (the cost bound).
     """
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 1.0,
-        exploration: float = 0.5,
-        branch_prob: float = 0.05,
-        max_branches: int = 4,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 1.0,
+        exploration: ClosedUnitInterval = 0.5,
+        branch_prob: LeftOpenUnitInterval = 0.05,
+        max_branches: PositiveInt = 4,
     ) -> None:
         super().__init__(walkers, utility_scale)
-        if not 0 <= exploration <= 1:
-            raise ConfigError(f"BudgetedSampling exploration={exploration}; it must lie in [0, 1]")
-        if not 0 < branch_prob <= 1:
-            raise ConfigError(f"BudgetedSampling branch_prob={branch_prob}; it must lie in (0, 1]")
-        if max_branches < 1:
-            raise ConfigError(
-                f"BudgetedSampling max_branches={max_branches}; it must be at least 1"
-            )
         self.exploration = exploration
         self.branch_prob = branch_prob
         self.max_branches = max_branches

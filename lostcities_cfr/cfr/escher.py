@@ -45,112 +45,57 @@ where it stopped as their return, and the cut share is reported
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.cfr.regret_matching import uniform_strategy
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.traversal import (
-    Sampler,
     TraversalContext,
     current_strategies,
     live_rows,
     sample_actions,
 )
-from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.cfr.value_baseline import VALUE_NETWORK, ValueBaselineSampler, value_mask
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history
-from lostcities_cfr.inference import InferenceQueue
-
-VALUE_NETWORK = "value"  # the queue name of the history value network
 
 
-class ESCHERSampling(Sampler):
+class ESCHERSampling(ValueBaselineSampler):
     """ESCHER's trajectory sampling with a learned history value baseline (module docstring).
 
-    The training module builds the history value network (``DeepCFR.value_network``),
-    registers it in the queue as ``"value"`` and trains it on ``context.value_buffer``.
-
     Args:
-        walkers: trajectories run concurrently (deals per batch).
-        utility_scale: utilities (score differences) are divided by it.
-        exploration: weight of uniform play in the traverser's sampling policy; above 0,
-            so that every legal action is sampled sometimes.
-        guide: agent spec whose action gets ``guide_weight`` in the sampling policy, so
-            that trajectories visit the states a sensible player reaches; None for none.
-        guide_weight: its weight; the rest of the sampling policy is ``sigma``.
+        walkers, utility_scale, exploration, guide, guide_weight, max_decisions: as
+            :class:`~lostcities_cfr.cfr.value_baseline.ValueBaselineSampler`.
         switch_range: each trajectory turns on-policy at a decision drawn uniformly from
             ``[0, switch_range)`` (module docstring): larger values write more advantage
             rows and fewer value rows per trajectory.
         td_lambda: the value targets' TD(lambda): 1 takes the round's outcome, smaller
             values lean on the value network's own estimates of the later states (less
             noise from the cards still to come, more bias while the network is wrong).
-        max_decisions: cut trajectories after this many decisions (penalty-free, see the
-            module docstring); None never cuts.
     """
 
-    value_network = VALUE_NETWORK
-
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 100.0,
-        exploration: float = 0.2,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 100.0,
+        exploration: LeftOpenUnitInterval = 0.2,
         guide: str | None = "heuristic:balanced",
-        guide_weight: float = 0.4,
-        switch_range: int = 120,
-        td_lambda: float = 1.0,
-        max_decisions: int | None = 300,
+        guide_weight: ClosedUnitInterval = 0.4,
+        switch_range: PositiveInt = 120,
+        td_lambda: ClosedUnitInterval = 1.0,
+        max_decisions: PositiveInt | None = 300,
     ) -> None:
-        super().__init__(walkers, utility_scale)
-        if not 0 < exploration <= 1:
-            raise ConfigError(f"ESCHERSampling exploration={exploration}; it must lie in (0, 1]")
-        if not 0 <= guide_weight <= 1 - exploration:
-            raise ConfigError(
-                f"ESCHERSampling guide_weight={guide_weight}; it must lie in [0, 1 - exploration]"
-            )
-        if not 0 <= td_lambda <= 1:
-            raise ConfigError(f"ESCHERSampling td_lambda={td_lambda}; it must lie in [0, 1]")
-        if switch_range < 1:
-            raise ConfigError(f"ESCHERSampling switch_range={switch_range}; it must be at least 1")
-        if max_decisions is not None and max_decisions < 1:
-            raise ConfigError(
-                f"ESCHERSampling max_decisions={max_decisions}; it must be at least 1, or None"
-            )
-        if guide is None and guide_weight > 0:
-            raise ConfigError("ESCHERSampling guide_weight > 0 needs a guide agent spec")
-        try:
-            self._guide = None if guide is None else agent_from_spec(guide, seed=0)
-        except AgentSpecError as error:
-            raise ConfigError(f"ESCHERSampling guide: {error}") from None
-        self.exploration = exploration
-        self.guide = guide
-        self.guide_weight = guide_weight
+        super().__init__(walkers, utility_scale, exploration, guide, guide_weight, max_decisions)
         self.switch_range = switch_range
         self.td_lambda = td_lambda
-        self.max_decisions = max_decisions
-
-    def sampling_policy(
-        self, games: GameBatch, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
-    ) -> torch.Tensor:
-        """The traverser's sampling policy ``mu`` [n, A] at the games ``rows`` [n] of ``games``,
-        given their ``sigma`` and ``legal`` ([n, A])."""
-        mu = self.exploration * uniform_strategy(sigma, legal)
-        mu += (1 - self.exploration - self.guide_weight) * sigma
-        if self._guide is not None and self.guide_weight > 0:
-            # Lockstep games share the player to move, so the guide's batch is the whole
-            # batch (finished games answer with an action nobody plays).
-            guided = self._guide.act(games)[rows]  # [n]
-            mu[torch.arange(len(rows), device=mu.device), guided] += self.guide_weight
-        return mu * legal
 
     def walk(self, games: GameBatch, context: TraversalContext) -> None:
-        if context.value_buffer is None:
-            raise ConfigError(
-                "ESCHERSampling needs a history value network and its buffer; the training "
-                "module builds them when the sampler has `value_network`"
-            )
         B, device = games.batch_size, games.device
         traverser, queue, generator = context.traverser, context.queue, context.generator
         games = games.clone()
@@ -170,19 +115,19 @@ class ESCHERSampling(Sampler):
             features = games.encode()  # [b, F]
             turn, mover = games.turn, games.current_player  # [b] each
             to_player0 = 1.0 - 2.0 * mover.float()  # [b] +1 where player 0 moves
-            cut = torch.zeros_like(alive)
-            if self.max_decisions is not None:
-                cut = alive & (turn >= self.max_decisions)
+            cut = self.cut(turn, alive)
             # V of the on-policy states (value rows, and their TD targets) and of the cut ones
             # (their trajectory's return), in the same flush as the strategies.
             valued = (alive & ((turn > switch) | cut)).nonzero().squeeze(1)
             if len(valued):
                 history = encode_history(games.select(valued))  # [v, H]
-                value_ticket = queue.submit(VALUE_NETWORK, history, _one(valued))
+                value_ticket = queue.submit(VALUE_NETWORK, history, value_mask(valued))
             mine = alive & ~cut & (mover == traverser)
             sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
             if len(sampled):
-                children = self._children(games, sampled, legal[sampled], traverser, queue)
+                children = self.submit_children_values(
+                    queue, games, sampled, legal[sampled], traverser
+                )
             sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
             context.stats.nodes += len(live)
 
@@ -249,39 +194,3 @@ class ESCHERSampling(Sampler):
             later_return[rows], later_value[rows], seen[rows] = target, value, True
             returns = (to_player0 * target)[:, None]  # [n, 1] the mover's return
             context.add_value_rows(history, torch.ones_like(returns, dtype=torch.bool), returns)
-
-    def _children(
-        self,
-        games: GameBatch,
-        rows: torch.Tensor,
-        legal: torch.Tensor,
-        traverser: int,
-        queue: InferenceQueue,
-    ) -> Callable[[], torch.Tensor]:
-        """Submit the value of every legal child of the games at ``rows`` [n] (``legal``
-        [n, A], n > 0); returns a function giving them [n, A] for ``traverser`` once the
-        queue has run (0 at illegal actions). Children where the round ends get their
-        score."""
-        n, A = legal.shape
-        parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
-        children = games.select(rows[parent])
-        children.step(action, check=False)
-        ticket = queue.submit(VALUE_NETWORK, encode_history(children), _one(parent))
-        # The network values the child for its player to move: the traverser's side is
-        # the opposite where the opponent moves next.
-        side = torch.where(children.current_player == traverser, 1.0, -1.0)  # [c]
-        ended = children.done
-        final = self.utility(children, traverser)  # [c] exact where the round ended
-
-        def values() -> torch.Tensor:
-            value = torch.where(ended, final, side * ticket.result()[:, 0].float())
-            q = torch.zeros(n, A, device=legal.device)
-            q[parent, action] = value
-            return q
-
-        return values
-
-
-def _one(rows: torch.Tensor) -> torch.Tensor:
-    """The value network's legal mask: its single output, for every row [n, 1]."""
-    return torch.ones(len(rows), 1, dtype=torch.bool, device=rows.device)

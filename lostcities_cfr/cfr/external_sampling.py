@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from lostcities_cfr.arguments import PositiveFloat, PositiveInt, checked
 from lostcities_cfr.cfr.traversal import (
     Sampler,
     TraversalContext,
@@ -66,8 +67,12 @@ class ExternalSampling(Sampler):
             a larger level raises :class:`~lostcities_cfr.errors.ConfigError`.
     """
 
+    @checked
     def __init__(
-        self, walkers: int = 1024, utility_scale: float = 1.0, max_frontier: int = 1 << 22
+        self,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 1.0,
+        max_frontier: PositiveInt = 1 << 22,
     ) -> None:
         super().__init__(walkers, utility_scale)
         self.max_frontier = max_frontier

@@ -1,5 +1,6 @@
 """The networks of Deep CFR (Brown, Lerer, Gross & Sandholm, 2019): an MLP over
-the information-state encoding (``docs/encoding.md``) with one output per action.
+the information-state encoding (``docs/encoding.md``) with one output per action, and
+how a configuration names a network.
 
 The same :class:`PolicyMLP` serves as the advantage network (its raw outputs
 estimate each action's advantage; the loss ignores illegal entries) and as the
@@ -9,34 +10,55 @@ them into a strategy that puts probability exactly 0 on illegal actions).
 :func:`~lostcities_cfr.cfr.regret_matching.regret_matching`, has the signature
 ``head(outputs, legal) -> [B, A]``, so either can be handed to the inference
 queue as a network's head.
+
+A configuration names a network as a preset (:data:`NetworkPreset`), a
+:class:`NetworkConfig` of the MLP, or any ``nn.Module`` class by its ``class_path``
+(:data:`NetworkFactory`): :func:`network_factory` turns each into a function of
+``(n_features, n_actions)`` that builds a fresh network, and :func:`build_network`
+checks that the network it built maps features [B, F] to outputs [B, A].
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 from torch import nn
 
+from lostcities_cfr.arguments import PositiveInt, checked
+from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game.rules import Rules
+
+NetworkFactory = Callable[[int, int], nn.Module]
+"""``factory(n_features, n_actions) -> nn.Module``, a freshly initialised network mapping
+features [B, F] to one output per action [B, A]. In a config, an ``nn.Module`` class whose
+constructor takes those two first: ``{class_path: my_nets.MyNet, init_args: {...}}``."""
 
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Shape of a :class:`PolicyMLP`; every field is a constructor argument of it.
+    """Shape of a network: a :class:`PolicyMLP`, or a colour-equivariant
+    :class:`~lostcities_cfr.cfr.color_network.ColorNet`.
 
     Args:
-        width: units in each hidden layer.
+        width: units in each hidden layer (ColorNet: per colour).
         depth: number of hidden layers.
-        layer_norm: a LayerNorm after each hidden Linear (before the ReLU).
-        residual: hidden layers after the first add their input to their output.
+        layer_norm: a LayerNorm after each hidden Linear (before the ReLU); MLP only.
+        residual: hidden layers after the first add their input to their output; MLP only
+            (ColorNet's mixing layers always are residual).
+        architecture: ``"mlp"`` (a flat MLP) or ``"colors"`` (one shared encoder per colour:
+            the rules treat colours alike, so it learns each card's worth once).
     """
 
-    width: int = 512
-    depth: int = 3
+    width: PositiveInt = 512
+    depth: PositiveInt = 3
     layer_norm: bool = False
     residual: bool = False
+    architecture: Literal["mlp", "colors"] = "mlp"
 
     # "512x3" is the reference scale. "1024x6" is twice as wide and deep; at six
     # layers skip connections and LayerNorm keep gradients and activations at a
@@ -55,9 +77,19 @@ class NetworkConfig:
             )
         return cls(**cls.PRESETS[name])
 
-    def build(self, n_features: int, n_actions: int) -> PolicyMLP:
-        """A freshly initialised network of this shape."""
-        return PolicyMLP(n_features, n_actions, **asdict(self))
+    def build(self, n_features: int, n_actions: int, rules: Rules | None = None) -> nn.Module:
+        """A freshly initialised network of this shape; ColorNet needs the ``rules`` the
+        features and outputs follow."""
+        if self.architecture == "colors":
+            if rules is None:
+                raise ConfigError("a NetworkConfig with architecture='colors' needs the rules")
+            return ColorNet(rules, n_features, n_actions, self.width, self.depth)
+        if self.architecture != "mlp":
+            raise ConfigError(
+                f"NetworkConfig architecture={self.architecture!r}; expected 'mlp' or 'colors'"
+            )
+        shape = {k: v for k, v in asdict(self).items() if k != "architecture"}
+        return PolicyMLP(n_features, n_actions, **shape)
 
 
 class PolicyMLP(nn.Module):
@@ -87,24 +119,17 @@ class PolicyMLP(nn.Module):
         residual: skip connections around the hidden layers after the first.
     """
 
+    @checked
     def __init__(
         self,
-        n_features: int,
-        n_actions: int,
-        width: int = 512,
-        depth: int = 3,
+        n_features: PositiveInt,
+        n_actions: PositiveInt,
+        width: PositiveInt = 512,
+        depth: PositiveInt = 3,
         layer_norm: bool = False,
         residual: bool = False,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("n_features", n_features),
-            ("n_actions", n_actions),
-            ("width", width),
-            ("depth", depth),
-        ):
-            if value < 1:
-                raise ConfigError(f"PolicyMLP {name}={value}; it must be at least 1")
         self.n_features = n_features
         self.n_actions = n_actions
         self.config = NetworkConfig(width, depth, layer_norm, residual)
@@ -139,6 +164,74 @@ class PolicyMLP(nn.Module):
         for layer in self.hidden[1:]:
             x = x + layer(x) if self.config.residual else layer(x)
         return self.head(x)
+
+
+NetworkPreset = Literal[*NetworkConfig.PRESETS]
+
+
+def network_factory(
+    network: NetworkPreset | NetworkConfig | NetworkFactory, rules: Rules | None = None
+) -> NetworkFactory:
+    """What builds the networks ``network`` names: a preset's or a :class:`NetworkConfig`'s
+    :meth:`~NetworkConfig.build` (for ``rules``, which a ColorNet needs), or ``network``
+    itself (an ``nn.Module`` class, or any function of ``(n_features, n_actions)``).
+
+    Raises:
+        ConfigError: a string that names no preset.
+    """
+    if isinstance(network, str):
+        try:
+            network = NetworkConfig.preset(network)
+        except ConfigError as error:
+            raise ConfigError(
+                f"{error}, a NetworkConfig mapping (width, depth, ...) or the class_path of an "
+                "nn.Module taking (n_features, n_actions)"
+            ) from None
+    if isinstance(network, NetworkConfig):
+        return functools.partial(network.build, rules=rules)
+    if not callable(network):
+        raise ConfigError(
+            f"network {network!r}; expected a preset, a NetworkConfig or an nn.Module class"
+        )
+    return network
+
+
+def build_network(factory: NetworkFactory, n_features: int, n_actions: int) -> nn.Module:
+    """A network from ``factory``, checked on a batch of two zero rows: outputs [2, n_actions].
+
+    The check runs in eval mode (no dropout, no batch-norm statistics updated).
+
+    Raises:
+        ConfigError: the factory built no ``nn.Module``, or one of other outputs.
+    """
+    net = factory(n_features, n_actions)
+    name = getattr(factory, "__qualname__", type(net).__name__)
+    if not isinstance(net, nn.Module):
+        raise ConfigError(f"{name}({n_features}, {n_actions}) gave {net!r}; expected an nn.Module")
+    mode = net.training
+    with torch.no_grad():
+        outputs = net.eval()(torch.zeros(2, n_features))
+    net.train(mode)
+    if not isinstance(outputs, torch.Tensor) or tuple(outputs.shape) != (2, n_actions):
+        shape = tuple(outputs.shape) if isinstance(outputs, torch.Tensor) else type(outputs)
+        raise ConfigError(
+            f"{name}(n_features={n_features}, n_actions={n_actions}) maps features [2, "
+            f"{n_features}] to {shape}; expected outputs [2, {n_actions}], one per action"
+        )
+    return net
+
+
+def reinitialise(net: nn.Module) -> None:
+    """Draw fresh weights for ``net``: its own ``reset_parameters()`` where it has one (as
+    :class:`PolicyMLP` does), else that of every submodule which has one (``nn.Linear``,
+    ``nn.LayerNorm``, ...)."""
+    reset = getattr(net, "reset_parameters", None)
+    if callable(reset):
+        reset()
+        return
+    for module in net.modules():
+        if module is not net and callable(getattr(module, "reset_parameters", None)):
+            module.reset_parameters()
 
 
 def masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from lostcities_cfr.arguments import ClosedUnitInterval, PositiveFloat, PositiveInt, checked
 from lostcities_cfr.cfr.traversal import (
     Sampler,
     TraversalContext,
@@ -35,7 +36,6 @@ from lostcities_cfr.cfr.traversal import (
     live_rows,
     sample_actions,
 )
-from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 
 # Importance weights are capped at e^600 (~1e260): far beyond anything a float32 target
@@ -60,21 +60,16 @@ class OutcomeSampling(Sampler):
             them as they are (then store them in a float32 buffer).
     """
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 1.0,
-        exploration: float = 0.6,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 1.0,
+        exploration: ClosedUnitInterval = 0.6,
         reach_weighted: bool = False,
-        target_clip: float | None = 1e4,
+        target_clip: PositiveFloat | None = 1e4,
     ) -> None:
         super().__init__(walkers, utility_scale)
-        if not 0 <= exploration <= 1:
-            raise ConfigError(f"OutcomeSampling exploration={exploration}; it must lie in [0, 1]")
-        if target_clip is not None and not target_clip > 0:
-            raise ConfigError(
-                f"OutcomeSampling target_clip={target_clip}; it must be positive, or None"
-            )
         self.exploration = exploration
         self.reach_weighted = reach_weighted
         self.target_clip = target_clip

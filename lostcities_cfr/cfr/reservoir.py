@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from lostcities_cfr.arguments import PositiveInt, RightOpenUnitInterval, checked
 from lostcities_cfr.errors import ConfigError, NonFiniteError
 
 
@@ -95,21 +96,18 @@ class ReservoirBuffer:
             on them shows whether a network learns or memorises; 0 keeps none.
     """
 
+    @checked
     def __init__(
         self,
-        capacity: int,
-        n_features: int,
-        n_actions: int,
+        capacity: PositiveInt,
+        n_features: PositiveInt,
+        n_actions: PositiveInt,
         device: str | torch.device = "cpu",
         seed: int = 0,
         target_dtype: torch.dtype = torch.float16,
         fifo: bool = False,
-        holdout: float = 0.0,
+        holdout: RightOpenUnitInterval = 0.0,
     ) -> None:
-        if capacity < 1:
-            raise ConfigError(f"ReservoirBuffer capacity={capacity}; it must be at least 1")
-        if not 0 <= holdout < 1:
-            raise ConfigError(f"ReservoirBuffer holdout={holdout}; it must lie in [0, 1)")
         self.capacity = capacity
         self.fifo = fifo
         self.holdout = holdout

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
+from lostcities_cfr.arguments import PositiveFloat, PositiveInt, checked
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
-from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.inference import InferenceQueue
 
@@ -248,13 +248,8 @@ class Sampler:
         utility_scale: utilities (score differences) are divided by it.
     """
 
-    def __init__(self, walkers: int = 1024, utility_scale: float = 1.0) -> None:
-        if walkers < 1:
-            raise ConfigError(f"{type(self).__name__} walkers={walkers}; it must be at least 1")
-        if not utility_scale > 0:
-            raise ConfigError(
-                f"{type(self).__name__} utility_scale={utility_scale}; it must be positive"
-            )
+    @checked
+    def __init__(self, walkers: PositiveInt = 1024, utility_scale: PositiveFloat = 1.0) -> None:
         self.walkers = walkers
         self.utility_scale = utility_scale
 

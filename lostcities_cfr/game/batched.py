@@ -63,6 +63,9 @@ comparisons are vectorised; ``logical_not`` of a difference is), and updates as
 one flat ``index_select`` / ``index_add_`` per tensor, in which games that an
 action leaves alone address their own column of row 0 (in cache) rather than a
 random row.
+
+At about 530 lines the module is one class, the state and every rule that reads or writes
+it; its packing (``packed.py``) and encoder (``encoding.py``) already live beside it.
 """
 
 from __future__ import annotations

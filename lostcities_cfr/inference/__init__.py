@@ -6,12 +6,21 @@ Knows nothing of CFR: callers register a module with a head function.
 """
 
 from lostcities_cfr.inference.queue import (
-    BACKENDS,
+    Backend,
     Head,
     HeadedModule,
     InferenceQueue,
+    QueueStats,
     Ticket,
     raw_outputs,
 )
 
-__all__ = ["BACKENDS", "Head", "HeadedModule", "InferenceQueue", "Ticket", "raw_outputs"]
+__all__ = [
+    "Backend",
+    "Head",
+    "HeadedModule",
+    "InferenceQueue",
+    "QueueStats",
+    "Ticket",
+    "raw_outputs",
+]

@@ -47,16 +47,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from torch import nn
 
+from lostcities_cfr.arguments import PositiveInt, checked
 from lostcities_cfr.errors import ConfigError
 
 Head = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-BACKENDS = ("eager", "compiled")
-PAD_MODES = ("auto", "always")
+Backend = Literal["eager", "compiled"]
 
 
 def raw_outputs(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -111,6 +113,28 @@ class Ticket:
         return self._result
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    """What the queue has run since its counters were last reset: a snapshot.
+
+    Args:
+        calls: forwards run (a flush runs one per network with rows, or more in chunks).
+        rows: real rows run.
+        padded_rows: padding rows run (zero rows added to reach a bucket size).
+        policy_network_seconds: wall time inside :meth:`InferenceQueue.flush`'s forwards.
+    """
+
+    calls: int = 0
+    rows: int = 0
+    padded_rows: int = 0
+    policy_network_seconds: float = 0.0
+
+    @property
+    def mean_batch(self) -> float:
+        """Real rows per forward."""
+        return self.rows / self.calls if self.calls else 0.0
+
+
 @dataclass
 class _Network:
     eager: HeadedModule
@@ -137,27 +161,22 @@ class InferenceQueue:
             for checking a setup).
     """
 
+    @checked
     def __init__(
         self,
-        bucket_sizes: Sequence[int] | None = (64, 256, 1024, 4096),
-        backend: str = "eager",
+        bucket_sizes: Sequence[PositiveInt] | None = (64, 256, 1024, 4096),
+        backend: Backend = "eager",
         local: bool = False,
         compile_mode: str | None = None,
         compile_backend: str = "inductor",
-        pad: str = "auto",
+        pad: Literal["auto", "always"] = "auto",
     ) -> None:
-        if pad not in PAD_MODES:
-            raise ConfigError(f"InferenceQueue pad={pad!r}; expected one of {PAD_MODES}")
         if bucket_sizes is not None:
             bucket_sizes = tuple(bucket_sizes)
-            if (
-                not bucket_sizes
-                or bucket_sizes[0] < 1
-                or list(bucket_sizes) != sorted(set(bucket_sizes))
-            ):
+            if not bucket_sizes or list(bucket_sizes) != sorted(set(bucket_sizes)):
                 raise ConfigError(
-                    f"InferenceQueue bucket_sizes={bucket_sizes}; expected positive, strictly "
-                    "increasing sizes such as (64, 256, 1024, 4096), or None for no padding"
+                    f"InferenceQueue bucket_sizes={bucket_sizes}; expected strictly increasing "
+                    "sizes such as (64, 256, 1024, 4096), or None for no padding"
                 )
         self.bucket_sizes = bucket_sizes
         self.local = local
@@ -166,17 +185,16 @@ class InferenceQueue:
         self.compile_backend = compile_backend
         self._networks: dict[str, _Network] = {}
         self.set_backend(backend)
-        self.reset_stats()
+        self._stats = QueueStats()
 
     @property
     def names(self) -> list[str]:
         """Names of the registered networks."""
         return list(self._networks)
 
-    def set_backend(self, backend: str) -> None:
+    @checked
+    def set_backend(self, backend: Backend) -> None:
         """Switch between ``"eager"`` and ``"compiled"``; takes effect at the next flush."""
-        if backend not in BACKENDS:
-            raise ConfigError(f"InferenceQueue backend={backend!r}; expected one of {BACKENDS}")
         self.backend = backend
 
     def register(self, name: str, module: nn.Module, head: Head | None = None) -> None:
@@ -238,7 +256,9 @@ class InferenceQueue:
         forward = self._forward_fn(network)
         outputs = []
         padded = self.pad == "always" or self.backend == "compiled" or device.type == "cuda"
-        for start, stop, size in self._chunks(features.shape[0], padded):
+        n = features.shape[0]
+        chunks = list(self._chunks(n, padded))
+        for start, stop, size in chunks:
             pad = size - (stop - start)
             x, m = features[start:stop], legal[start:stop]
             if padded:
@@ -251,9 +271,6 @@ class InferenceQueue:
                 x = torch.cat([x, x.new_zeros(pad, x.shape[1])])
                 m = torch.cat([m, m.new_zeros(pad, m.shape[1])])
             outputs.append(forward(x, m)[: stop - start])
-            self.calls += 1
-            self.rows += stop - start
-            self.padded_rows += pad
         result = _joined(outputs)
         for part, (_, _, ticket) in zip(
             result.split([t.n_rows for _, _, t in pending]), pending, strict=True
@@ -263,7 +280,13 @@ class InferenceQueue:
             # Kernels run asynchronously: without waiting, the time below would
             # be launch time only.
             torch.cuda.synchronize(device)
-        self.policy_network_seconds += time.perf_counter() - start_time
+        stats = self._stats
+        self._stats = QueueStats(
+            calls=stats.calls + len(chunks),
+            rows=stats.rows + n,
+            padded_rows=stats.padded_rows + sum(size for *_, size in chunks) - n,
+            policy_network_seconds=stats.policy_network_seconds + time.perf_counter() - start_time,
+        )
 
     def _forward_fn(self, network: _Network) -> Head:
         """``(features, legal) -> head output`` of the backend in use."""
@@ -295,20 +318,22 @@ class InferenceQueue:
 
     def reset_stats(self) -> None:
         """Zero the counters."""
-        self.calls = 0
-        self.rows = 0
-        self.padded_rows = 0
-        self.policy_network_seconds = 0.0
+        self._stats = QueueStats()
 
-    def stats(self) -> dict[str, float]:
-        """Forwards run, real and padding rows, mean rows per forward and time in forwards."""
-        return {
-            "calls": self.calls,
-            "rows": self.rows,
-            "padded_rows": self.padded_rows,
-            "mean_batch": self.rows / self.calls if self.calls else 0.0,
-            "policy_network_seconds": self.policy_network_seconds,
-        }
+    def stats(self) -> QueueStats:
+        """What the queue has run since the last :meth:`reset_stats` (a snapshot; safe to
+        read from another thread, such as a progress display's)."""
+        return self._stats
+
+    @contextmanager
+    def uncounted(self) -> Iterator[None]:
+        """Forwards run inside this block leave the counters as they were (a compile
+        warm-up, a probe): :meth:`stats` afterwards is what it was before the block."""
+        before = self._stats
+        try:
+            yield
+        finally:
+            self._stats = before
 
 
 def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:

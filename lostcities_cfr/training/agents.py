@@ -5,6 +5,14 @@ strategy (regret matching on a player's advantage network) is what the last iter
 played. The feature vector does not say which seat the viewer holds, and each seat has its
 own advantage network, so the current strategy is a pair of network agents with the rows
 of every batch routed by the player to move.
+
+*SD-CFR* (Steinberger, "Single Deep Counterfactual Regret Minimization", 2019) plays the
+average strategy without a strategy network: it keeps every iteration's advantage networks
+and, at the start of a round, draws one iteration ``t`` with probability proportional to
+its linear-CFR weight ``t ** exponent``, then plays that iteration's current strategy for
+the whole round. A round played so is distributed exactly as under the average strategy.
+The arena's batches are stateless, so the draw is a fixed function of the deal (a hash of
+the shuffled deck): the same deal always draws the same iteration, in both seats.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 
-POLICIES = ("average", "current")
+POLICIES = ("average", "current", "sdcfr")
 
 
 class SeatAgent:
@@ -47,6 +55,74 @@ class SeatAgent:
         return actions
 
 
+def current_agent(
+    advantage_nets: Sequence[nn.Module],
+    greedy: bool = False,
+    seed: int | None = None,
+    name: str = "current",
+) -> SeatAgent:
+    """Regret matching on each seat's own advantage network."""
+    seats = [
+        NetworkAgent(
+            net,
+            regret_matching,
+            greedy=greedy,
+            seed=None if seed is None else seed + p,  # the seats draw different numbers
+            name=f"{name}_p{p}",
+        )
+        for p, net in enumerate(advantage_nets)
+    ]
+    return SeatAgent(seats, name=name)
+
+
+def deal_uniforms(batch: GameBatch) -> torch.Tensor:
+    """[B] float64 in [0, 1): a fixed pseudo-random number per deal (a hash of the shuffled
+    deck), the same in every state of a round and in both seatings of a duplicate pair."""
+    deck = batch.deck.long()  # [B, N]
+    multipliers = torch.arange(1, deck.shape[1] + 1, device=deck.device) * 2654435761
+    key = ((deck + 1) * multipliers).sum(1) % 1_000_003  # a prime: spreads the sums
+    return (key.double() * 0.6180339887498949) % 1.0  # Weyl's sequence: uniform in [0, 1)
+
+
+class SnapshotAgent:
+    """SD-CFR's average strategy: one stored iteration per round, drawn by its linear weight.
+
+    Args:
+        snapshots: per stored iteration, its two advantage networks.
+        weights: per stored iteration, its weight (``t ** exponent``).
+        greedy: each iteration's current strategy plays its most probable action.
+        seed: seeds sampling within an iteration's strategy.
+        name: label in results.
+    """
+
+    def __init__(
+        self,
+        snapshots: Sequence[Sequence[nn.Module]],
+        weights: Sequence[float],
+        greedy: bool = False,
+        seed: int | None = None,
+        name: str = "sdcfr",
+    ) -> None:
+        if not snapshots:
+            raise ConfigError(
+                "policy 'sdcfr' needs stored iterations: train with DeepCFR(snapshots=True)"
+            )
+        self.agents = [current_agent(nets, greedy, seed, name) for nets in snapshots]
+        cumulative = torch.tensor(weights, dtype=torch.float64).cumsum(0)
+        self.bounds = cumulative / cumulative[-1]  # [K] upper bound of each iteration's share
+        self.name = name
+
+    def act(self, batch: GameBatch) -> torch.Tensor:
+        drawn = torch.searchsorted(self.bounds, deal_uniforms(batch).cpu(), right=True)
+        drawn = drawn.clamp(max=len(self.agents) - 1).to(batch.device)  # [B]
+        actions = torch.zeros(batch.batch_size, dtype=torch.int64, device=batch.device)
+        for k in drawn.unique().tolist():
+            rows = (drawn == k).nonzero().squeeze(1)
+            whole = len(rows) == batch.batch_size
+            actions[rows] = self.agents[k].act(batch if whole else batch.select(rows))
+        return actions
+
+
 def policy_agent(
     strategy_net: nn.Module,
     advantage_nets: Sequence[nn.Module],
@@ -54,30 +130,26 @@ def policy_agent(
     greedy: bool = False,
     seed: int | None = None,
     name: str | None = None,
+    snapshots: Sequence[Sequence[nn.Module]] = (),
+    snapshot_weights: Sequence[float] = (),
 ) -> Agent:
-    """The agent playing the ``"average"`` or ``"current"`` strategy of these networks.
+    """The agent playing the ``"average"``, ``"current"`` or ``"sdcfr"`` strategy.
 
     Args:
         strategy_net: the average-strategy network (logits, masked softmax).
         advantage_nets: one advantage network per player (regret matching).
-        policy: ``"average"`` or ``"current"``.
+        policy: ``"average"``, ``"current"`` or ``"sdcfr"`` (module docstring).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
         name: label in results (default: the policy's name).
+        snapshots: for ``"sdcfr"``, every stored iteration's advantage networks.
+        snapshot_weights: for ``"sdcfr"``, their weights.
     """
     name = name or policy
     if policy == "average":
         return NetworkAgent(strategy_net, masked_softmax, greedy=greedy, seed=seed, name=name)
     if policy == "current":
-        seats = [
-            NetworkAgent(
-                net,
-                regret_matching,
-                greedy=greedy,
-                seed=None if seed is None else seed + p,  # the seats draw different numbers
-                name=f"{name}_p{p}",
-            )
-            for p, net in enumerate(advantage_nets)
-        ]
-        return SeatAgent(seats, name=name)
+        return current_agent(advantage_nets, greedy, seed, name)
+    if policy == "sdcfr":
+        return SnapshotAgent(snapshots, snapshot_weights, greedy, seed, name)
     raise ConfigError(f"policy={policy!r}; expected one of {POLICIES}")

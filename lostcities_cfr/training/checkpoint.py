@@ -10,8 +10,12 @@ A checkpoint names its model's class under the plain key ``model_class`` (``Deep
 is missing, as in checkpoints older than the key); only classes on an allow-list are built,
 and a module adds its own with :func:`register_model_class`. The model is rebuilt from its
 hyperparameters by their types (LightningCLI's ``instantiate_module``), never by a function a
-file names, and a class path inside them must lie in this package or in torch. A loadable
-model offers ``rules`` and ``agent(policy, greedy, seed)``, as
+file names. A class path inside them (a sampler, a network) is imported, which runs its
+module's code, so it must lie in this package or in torch, or be allowed: by
+:func:`allow_class_path` in the process that loads, or, for the command line, by the
+environment variable ``LOSTCITIES_CFR_CLASS_PATHS`` (comma-separated class paths). ``fit
+--ckpt_path`` allows the class paths its own config names. A loadable model offers ``rules``
+and ``agent(policy, greedy, seed)``, as
 :class:`~lostcities_cfr.training.evaluation.PolicyModel` describes.
 
 :func:`networks_only` cuts a training checkpoint down to what playing needs (the class, its
@@ -25,9 +29,11 @@ below never imports training.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 import zipfile
+from collections.abc import Collection
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -38,22 +44,19 @@ from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
+from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
-CKPT_USAGE = "ckpt:PATH[:current][:greedy]"
-CKPT_HELP = (
-    "a checkpoint's policy (DeepCFR: the average strategy, :current = regret matching on its "
-    "advantage nets; PPO: its policy network)"
-)
-BEST_USAGE = "best[:greedy]"
-BEST_HELP = "the strongest agent shipped with the package (docs/agents.md)"
 BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
-# Importing a module runs its code, so a class path read from a file must name one of these.
+# Importing a module runs its code, so a class path read from a file must name one of these
+# or be allowed (allow_class_path, CLASS_PATHS_VARIABLE).
 SAFE_CLASS_PATH_PREFIXES = ("lostcities_cfr.", "torch.")
+CLASS_PATHS_VARIABLE = "LOSTCITIES_CFR_CLASS_PATHS"
+_ALLOWED_CLASS_PATHS: set[str] = set()
 
 _LOADABLE: dict[str, type[pl.LightningModule] | None] = {
     DEFAULT_MODEL_CLASS: None,
@@ -79,6 +82,23 @@ def register_model_class(model_class: type[pl.LightningModule] | str) -> None:
         _LOADABLE[class_path(model_class)] = model_class
 
 
+def allow_class_path(cls: type | str) -> None:
+    """Let checkpoints whose hyperparameters name this class (or class path) load: a sampler
+    or network written outside this package.
+
+    Loading such a checkpoint imports the class's module, which runs its code: allow only
+    classes of modules you trust. From the command line, name them in the environment
+    variable ``LOSTCITIES_CFR_CLASS_PATHS`` (comma-separated) instead.
+    """
+    _ALLOWED_CLASS_PATHS.add(cls if isinstance(cls, str) else class_path(cls))
+
+
+def allowed_class_paths() -> set[str]:
+    """The class paths outside this package and torch that checkpoints may name."""
+    from_environment = os.environ.get(CLASS_PATHS_VARIABLE, "").split(",")
+    return _ALLOWED_CLASS_PATHS | {path.strip() for path in from_environment if path.strip()}
+
+
 def loadable_model_classes() -> list[str]:
     """The class paths :func:`load_model` builds."""
     return sorted(_LOADABLE)
@@ -87,18 +107,28 @@ def loadable_model_classes() -> list[str]:
 def plain_data(value: Any) -> Any:
     """``value`` as what ``torch.load(weights_only=True)`` reads back: plain data and tensors.
 
-    Dataclasses (``Rules``, ``NetworkConfig``) become dicts of their fields; any other object
-    becomes ``{"class_path", "init_args"}`` (LightningCLI's form) from its constructor's
-    parameters, which it must keep as attributes of the same names (the samplers do).
+    Numbers and strings become their plain type (jsonargparse hands over ``PositiveInt``s);
+    dataclasses (``Rules``, ``NetworkConfig``) become dicts of their fields; a class (a
+    network's) becomes ``{"class_path"}`` and a ``functools.partial`` of one adds its keyword
+    arguments as ``init_args``; any other object becomes ``{"class_path", "init_args"}``
+    (LightningCLI's form) from its constructor's parameters, which it must keep as attributes
+    of the same names (the samplers do).
     """
-    if value is None or isinstance(value, bool | int | float | str | torch.Tensor):
+    if value is None or isinstance(value, torch.Tensor):
         return value
+    for plain in (bool, int, float, str):  # bool first: a bool is an int
+        if isinstance(value, plain):
+            return plain(value)
     if isinstance(value, list | tuple):
         return [plain_data(item) for item in value]
     if isinstance(value, dict):
         return {key: plain_data(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return plain_data(dataclasses.asdict(value))
+    if isinstance(value, type):
+        return {"class_path": class_path(value)}
+    if isinstance(value, functools.partial) and isinstance(value.func, type) and not value.args:
+        return {"class_path": class_path(value.func), "init_args": plain_data(value.keywords)}
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     signature = inspect.signature(type(value)).parameters.values()
     parameters = [p.name for p in signature if p.kind not in variadic]
@@ -195,32 +225,47 @@ def model_class_of(checkpoint: dict[str, Any], path: str | Path) -> type[pl.Ligh
     return cls
 
 
-def hyperparameters(checkpoint: dict[str, Any], path: str | Path) -> dict[str, Any]:
+def hyperparameters(
+    checkpoint: dict[str, Any], path: str | Path, allowed: Collection[str] = ()
+) -> dict[str, Any]:
     """The checkpoint's model arguments, with Lightning's bookkeeping keys dropped.
 
+    Args:
+        checkpoint: as :func:`read_checkpoint` returns it.
+        path: its file, for messages.
+        allowed: class paths allowed besides this package's, torch's and
+            :func:`allowed_class_paths` (``fit --ckpt_path``: those of its own config).
+
     Raises:
-        CheckpointError: a class path among them lies outside this package and torch.
+        CheckpointError: a class path among them that is not allowed (names it and the way
+            to allow it).
     """
     hparams = {
         key: value
         for key, value in checkpoint.get("hyper_parameters", {}).items()
         if key not in ("_instantiator", "_class_path")
     }
-    for found in _class_paths(hparams):
-        if not isinstance(found, str) or not found.startswith(SAFE_CLASS_PATH_PREFIXES):
+    allowed = {*allowed, *allowed_class_paths()}
+    for found in class_paths(hparams):
+        if not isinstance(found, str) or not (
+            found.startswith(SAFE_CLASS_PATH_PREFIXES) or found in allowed
+        ):
             raise CheckpointError(
                 f"checkpoint {path}: class_path={found!r} in its hyperparameters lies outside "
-                f"{', '.join(p.rstrip('.') for p in SAFE_CLASS_PATH_PREFIXES)}; refused"
+                f"{', '.join(p.rstrip('.') for p in SAFE_CLASS_PATH_PREFIXES)}; refused: "
+                "loading it would import its module. If you trust that module, allow it with "
+                f"allow_class_path({found!r}) or {CLASS_PATHS_VARIABLE}={found}"
             )
     return hparams
 
 
-def _class_paths(value: Any) -> list[Any]:
+def class_paths(value: Any) -> list[Any]:
+    """Every ``class_path`` in nested plain data (a config's or hyperparameters')."""
     if isinstance(value, dict):
         found = [value["class_path"]] if "class_path" in value else []
-        return found + [path for item in value.values() for path in _class_paths(item)]
+        return found + [path for item in value.values() for path in class_paths(item)]
     if isinstance(value, list):
-        return [path for item in value for path in _class_paths(item)]
+        return [path for item in value for path in class_paths(item)]
     return []
 
 
@@ -306,9 +351,10 @@ def load_agent(
 
     Args:
         path: a checkpoint written by ``fit`` (e.g. ``runs/quickstart/checkpoints/last.ckpt``).
-        policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output) or
-            ``"current"`` (regret matching on the advantage networks); ``None``: the model's
-            first policy (``model.policies[0]``: DeepCFR's average, PPO's policy).
+        policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output),
+            ``"current"`` (regret matching on the advantage networks) or ``"sdcfr"`` (stored
+            iterations); for PPO, ``"policy"``; None: the policy the run deploys (DeepCFR's
+            ``deploy``, PPO's policy network).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
         rules: the rules it is meant to play (see :func:`load_model`).
@@ -319,19 +365,20 @@ def load_agent(
             f"checkpoint {path}: a {type(model).__name__} plays {list(model.policies)}, "
             f"not {policy!r}"
         )
-    agent = model.agent(model.policies[0] if policy is None else policy, greedy=greedy, seed=seed)
+    agent = model.agent(policy, greedy=greedy, seed=seed)
     agent.rules = model.rules
     return agent
 
 
 def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
-    """The ``ckpt`` agent kind's factory: ``PATH[:average|:current][:greedy]`` split at ':'.
+    """The ``ckpt`` agent kind's factory: ``PATH[:average|:current|:sdcfr][:greedy]`` split at ':'.
 
     Raises:
         AgentSpecError: no path, both policies, an option, or no file at the path.
     """
-    usage = "ckpt:PATH[:average|:current][:greedy]"
-    flags = {"average", "current", "greedy"}
+    usage = CKPT_USAGE
+    policies = {"average", "current", "sdcfr"}
+    flags = {*policies, "greedy"}
     # PATH may itself hold ':' (a Windows drive): peel the flags off the end only.
     end = len(args)
     while end > 1 and args[end - 1] in flags:
@@ -340,13 +387,13 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
     expect_arguments([], options, 0, usage)
     if not path:
         raise AgentSpecError(f"a checkpoint spec needs a path; usage: {usage}")
-    if {"average", "current"} <= chosen:
-        raise AgentSpecError("choose one of :average and :current, not both")
+    if len(chosen & policies) > 1:
+        raise AgentSpecError("choose one of :average, :current and :sdcfr, not several")
     if not Path(path).is_file():
         raise AgentSpecError(f"no checkpoint file at {path!r}")
     return load_agent(
         path,
-        policy=next((p for p in ("average", "current") if p in chosen), None),
+        policy=next(iter(chosen & policies), None),
         greedy="greedy" in chosen,
         seed=seed,
     )

@@ -44,6 +44,11 @@ def check_policies(model: PolicyModel, policies: list[str], owner: str) -> None:
         )
 
 
+def policy_label(policy: str, greedy: bool) -> str:
+    """How results and metrics name a policy: ``current``, or ``current:greedy``."""
+    return f"{policy}:greedy" if greedy else policy
+
+
 def evaluate_policy(
     model: PolicyModel,
     policy: str,
@@ -57,8 +62,10 @@ def evaluate_policy(
     ``seed`` seeds the deals, the policy's sampling (``seed``) and the opponent's own
     randomness (``seed + 1``), so a curve over iterations compares them on equal cards.
     """
+    agent = model.agent(policy, greedy=greedy, seed=seed)
+    agent.name = policy_label(policy, greedy)
     return evaluate(
-        model.agent(policy, greedy=greedy, seed=seed),
+        agent,
         agent_from_spec(opponent, seed=seed + 1),
         games,
         rules=model.rules,

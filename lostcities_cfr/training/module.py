@@ -22,6 +22,10 @@ every DDP rank runs the same number of steps; optimization is manual, one Adam p
 Checkpoints carry the reservoirs, the generators and the global torch RNG state besides
 Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_path last`` continues
 a run where its last completed iteration left it.
+
+The module is long (over 600 lines) because it is one class whose Lightning hooks share its
+state (networks, buffers, generators, the queue); what stands apart from that state lives
+beside it: losses, metric names, evaluation, agents and checkpoint loading.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pytorch_lightning as pl
 import torch
@@ -38,9 +42,25 @@ from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
 from lostcities_cfr.arena import EvaluationResult
+from lostcities_cfr.arguments import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    RightOpenUnitInterval,
+    checked,
+)
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.exploitability import exploitability, game_tree
-from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
+from lostcities_cfr.cfr.networks import (
+    NetworkConfig,
+    NetworkFactory,
+    NetworkPreset,
+    build_network,
+    masked_softmax,
+    network_factory,
+    reinitialise,
+)
 from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
@@ -67,6 +87,10 @@ from lostcities_cfr.training.evaluation import evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
 PLAYERS = (0, 1)
+# The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
+Deployed = Literal[
+    "average", "average:greedy", "current", "current:greedy", "sdcfr", "sdcfr:greedy"
+]
 
 
 class DeepCFR(pl.LightningModule):
@@ -74,8 +98,10 @@ class DeepCFR(pl.LightningModule):
 
     Args:
         rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
-        network: a preset name (``512x3``, ``1024x6``) or a :class:`NetworkConfig`; the
-            shape of all three networks.
+        network: a preset name (``512x3``, ``1024x6``), a :class:`NetworkConfig`, or an
+            ``nn.Module`` class taking ``(n_features, n_actions)`` (in a config, its
+            ``class_path``; ``docs/architecture.md``, "Extending"); the shape of all three
+            networks.
         sampler: walks the games of the traversal epoch (``None``: :class:`BudgetedSampling`
             with its defaults, which suits any rules; ``ExternalSampling`` is exact on tiny
             rules).
@@ -104,9 +130,9 @@ class DeepCFR(pl.LightningModule):
         eval_opponent: agent spec of that opponent (``docs/agents.md``).
         seed: seeds the module's generators (traversal, batches, reservoirs) and the
             evaluation deals. The CLI links it to ``seed_everything``.
-        value_network: shape of the history value network, built when the sampler learns
-            a value baseline (a sampler with a ``value_network`` queue name, such as
-            ``ESCHERSampling``); None: the shape of ``network``.
+        value_network: the history value network, named as ``network`` is, built when the
+            sampler learns a value baseline (a sampler with a ``value_network`` queue name,
+            such as ``ESCHERSampling``); None: the same as ``network``.
         value_buffer_size: rows of the value network's buffer, the newest kept (the value
             follows the current strategy, so old rows go stale).
         value_updates: updates of the value network per iteration (warm-started: it
@@ -115,50 +141,64 @@ class DeepCFR(pl.LightningModule):
             them is logged as ``loss/val_<network>`` next to ``loss/val_zero_<network>``,
             the loss of predicting zeros. 0 holds out nothing.
         weight_decay: decoupled weight decay (AdamW) of every network; 0 is plain Adam.
+        snapshots: keep every iteration's advantage networks (in memory and in checkpoints),
+            for the ``"sdcfr"`` policy (SD-CFR, Steinberger 2019: the average strategy
+            without the strategy network's approximation error).
+        deploy: the policy an agent of this model plays unless asked for another (``ckpt:PATH``,
+            ``evaluate``, ``play``): ``average``, ``current`` or ``sdcfr``, with ``:greedy``
+            to play the most probable action (``docs/strength.md`` compares them).
+        alternate_updates: traverse for player 0, train its advantage network (and the
+            value network), then traverse for player 1 against it and train player 1's (and
+            the value and strategy networks): each player's regrets then answer the other's
+            newest strategy, as in alternating-update CFR. Off: both traverse, then all train.
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
     """
 
+    @checked
     def __init__(
         self,
         rules: str | Rules = "classic",
-        network: str | NetworkConfig = "512x3",
+        network: NetworkPreset | NetworkConfig | NetworkFactory = "512x3",
         sampler: Sampler | None = None,
-        traversals_per_player: int = 280,
-        advantage_buffer_size: int = 2_000_000,
-        strategy_buffer_size: int = 2_000_000,
-        batch_size: int = 1024,
-        advantage_updates: int = 512,
-        strategy_updates: int = 512,
-        strategy_every: int = 1,
+        traversals_per_player: PositiveInt = 280,
+        advantage_buffer_size: PositiveInt = 2_000_000,
+        strategy_buffer_size: PositiveInt = 2_000_000,
+        batch_size: PositiveInt = 1024,
+        advantage_updates: PositiveInt = 512,
+        strategy_updates: PositiveInt = 512,
+        strategy_every: PositiveInt = 1,
         advantage_warm_start: bool = False,
-        learning_rate: float = 1e-3,
-        gradient_clip: float = 1.0,
-        weight_exponent: float = 1.0,
-        inference_buckets: Sequence[int] | None = (64, 256, 1024, 4096),
-        exploitability_every: int = 0,
-        final_eval_games: int = 1000,
+        learning_rate: PositiveFloat = 1e-3,
+        gradient_clip: NonNegativeFloat = 1.0,
+        weight_exponent: NonNegativeFloat = 1.0,
+        inference_buckets: Sequence[PositiveInt] | None = (64, 256, 1024, 4096),
+        exploitability_every: NonNegativeInt = 0,
+        final_eval_games: NonNegativeInt = 1000,
         eval_opponent: str = "random",
         seed: int = 0,
-        value_network: str | NetworkConfig | None = None,
-        value_buffer_size: int = 1_000_000,
-        value_updates: int = 256,
-        holdout: float = 0.0,
-        weight_decay: float = 0.0,
+        value_network: NetworkPreset | NetworkConfig | NetworkFactory | None = None,
+        value_buffer_size: PositiveInt = 1_000_000,
+        value_updates: NonNegativeInt = 256,
+        holdout: RightOpenUnitInterval = 0.0,
+        weight_decay: NonNegativeFloat = 0.0,
         color_augmentation: bool = False,
+        snapshots: bool = False,
+        deploy: Deployed = "average",
+        alternate_updates: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
-        _check_arguments(self.hparams)
         self.rules = _resolve_rules(rules)
-        self.network_config = _resolve_network(network)
         self.sampler = BudgetedSampling() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
                 f"DeepCFR sampler={sampler!r}; expected a Sampler such as BudgetedSampling()"
             )
+        if deploy.startswith("sdcfr") and not snapshots:
+            raise ConfigError(f"DeepCFR deploy={deploy!r} needs snapshots=True (stored iterations)")
         try:
             agent_from_spec(eval_opponent)
         except AgentSpecError as error:
@@ -172,22 +212,28 @@ class DeepCFR(pl.LightningModule):
                 ) from None
 
         F, A = feature_size(self.rules), self.rules.n_actions
-        self.advantage_nets = nn.ModuleList(self.network_config.build(F, A) for _ in PLAYERS)
-        self.strategy_net = self.network_config.build(F, A)
+        self.advantage_nets = nn.ModuleList(
+            _networks(network, "network", F, A, self.rules, len(PLAYERS))
+        )
+        (self.strategy_net,) = _networks(network, "network", F, A, self.rules)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
         if self.value_name is not None:
-            shape = self.network_config if value_network is None else value_network
-            shape = _resolve_network(shape)
+            field = "network" if value_network is None else "value_network"
             # V(s): one output, the return of the player to move.
-            self.value_net = shape.build(history_feature_size(self.rules), 1)
+            (self.value_net,) = _networks(
+                value_network or network, field, history_feature_size(self.rules), 1, self.rules
+            )
         self._feature_layout = feature_layout(self.rules)
         self._history_layout = feature_layout(self.rules, history=True)
         self._action_layout = action_layout(self.rules)
         # The queue holds these very modules, so traversal always sees the latest weights.
         self.queue = InferenceQueue(bucket_sizes=inference_buckets)
         self._queue_head: Callable | None = None  # the advantage head registered in the queue
+        # What training steps call in place of the network of that name: a compiled handle
+        # on the same parameters (CompileToggle), so state_dict keys never change.
+        self.compiled_networks: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {}
         # Built in setup("fit") on the training device (millions of rows: not for validate
         # or for loading an agent).
         self.advantage_buffers: list[ReservoirBuffer] = []
@@ -197,6 +243,8 @@ class DeepCFR(pl.LightningModule):
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self.iteration_metrics: dict[str, float] = {}
         self._resume_state: dict[str, Any] | None = None
+        # SD-CFR: (iteration, advantage networks' weights per player) of every iteration.
+        self._snapshots: list[tuple[int, list[dict[str, torch.Tensor]]]] = []
         self._uniform_exploitability: float | None = None
 
     # ---- properties -------------------------------------------------------------------------
@@ -212,14 +260,43 @@ class DeepCFR(pl.LightningModule):
         last = last_iteration is not None and self.iteration == last_iteration
         return self.iteration % self.hparams.strategy_every == 0 or last
 
-    policies = POLICIES
+    @property
+    def policies(self) -> tuple[str, ...]:
+        """The policies :meth:`agent` plays: ``sdcfr`` only with ``snapshots``."""
+        return POLICIES if self.hparams.snapshots else POLICIES[:2]
 
     def agent(
-        self, policy: str = "average", greedy: bool = False, seed: int | None = None
+        self, policy: str | None = None, greedy: bool = False, seed: int | None = None
     ) -> Agent:
-        """A batched agent playing the ``"average"`` (strategy network) or ``"current"``
-        (regret matching on the advantage networks) strategy."""
-        return policy_agent(self.strategy_net, self.advantage_nets, policy, greedy, seed)
+        """A batched agent playing the ``"average"`` (strategy network), ``"current"``
+        (regret matching on the advantage networks) or ``"sdcfr"`` strategy; None plays
+        ``deploy``, greedily where it says so (``greedy`` too)."""
+        if policy is None:
+            policy, _, how = self.hparams.deploy.partition(":")
+            greedy = greedy or how == "greedy"
+        iterations = [t for t, _ in self._snapshots]
+        weights = [float(t) ** self.hparams.weight_exponent for t in iterations]
+        return policy_agent(
+            self.strategy_net,
+            self.advantage_nets,
+            policy,
+            greedy,
+            seed,
+            snapshots=self._snapshot_networks() if policy == "sdcfr" else (),
+            snapshot_weights=weights,
+        )
+
+    def _snapshot_networks(self) -> list[list[nn.Module]]:
+        """Every stored iteration's advantage networks, rebuilt from their weights."""
+        F, A = feature_size(self.rules), self.rules.n_actions
+        stored = []
+        for _, states in self._snapshots:
+            nets = _networks(self.hparams.network, "network", F, A, self.rules, len(states))
+            for net, state in zip(nets, states, strict=True):
+                net.load_state_dict(state)
+                net.eval()
+            stored.append(nets)
+        return stored
 
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
@@ -288,7 +365,7 @@ class DeepCFR(pl.LightningModule):
         updates = [self.hparams.advantage_updates, self.hparams.strategy_updates]
         if self.value_net is not None:
             updates.append(self.hparams.value_updates)
-        return range(max(updates))
+        return range(max(updates) * (2 if self.hparams.alternate_updates else 1))
 
     def val_dataloader(self) -> list[int]:
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
@@ -300,20 +377,28 @@ class DeepCFR(pl.LightningModule):
             self._resume_state = None
 
     def on_train_epoch_start(self) -> None:
-        self.traversal_epoch()
+        self._epoch_stats = TraversalStats()
+        self.iteration_metrics = {}
+        self.queue.reset_stats()
+        self.traversal_epoch(PLAYERS[:1] if self.hparams.alternate_updates else PLAYERS)
         if not self.hparams.advantage_warm_start:
             # Deep CFR retrains the advantage networks from scratch on the whole reservoir:
             # a network fitted to last iteration's data would carry its errors forward.
             optimizers = self.optimizers()
             for p in PLAYERS:
-                self.advantage_nets[p].reset_parameters()
+                reinitialise(self.advantage_nets[p])
                 self._broadcast_from_rank_zero(self.advantage_nets[p])
                 optimizers[p].optimizer.state.clear()
         self._loss_sums: dict[str, float] = {}
         self._loss_counts: dict[str, int] = {}
+        self.iteration_metrics |= {
+            metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()
+        }
 
-    def traversal_epoch(self) -> list[TraversalStats]:
-        """Walk ``traversals_per_player`` games for each player; fill ``iteration_metrics``."""
+    def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
+        """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
+        traversal metrics (over every traversal epoch of the iteration so far) go to
+        ``iteration_metrics``."""
         head = uniform_strategy if self.iteration == 1 else regret_matching
         if head is not self._queue_head:
             # Only when the head changes: a registration replaces the queue's handles,
@@ -326,29 +411,27 @@ class DeepCFR(pl.LightningModule):
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
-        self.queue.reset_stats()
         n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
         with torch.no_grad():
             stats = [
-                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in PLAYERS
+                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in players
             ]
-        total = stats[0] + stats[1]
+        self._epoch_stats = total = sum(stats, self._epoch_stats)
         queue = self.queue.stats()
-        self.iteration_metrics = {
+        self.iteration_metrics |= {
             "time/traversal_s": total.seconds,
-            "time/policy_network_s": queue["policy_network_seconds"],
+            "time/policy_network_s": queue.policy_network_seconds,
             "time/memory_add_s": total.memory_add_seconds,
             "traversal/nodes": float(total.nodes),
             "traversal/nodes_per_s": total.nodes_per_s,
             "traversal/advantage_rows": float(total.advantage_rows),
             "traversal/advantage_rows_per_s": total.advantage_rows_per_s,
             "traversal/truncated_share": total.truncated / max(total.traversals, 1),
-            "inference/mean_batch": queue["mean_batch"],
+            "inference/mean_batch": queue.mean_batch,
             **{
                 metrics.buffer_rows(name): float(len(buffer))
                 for name, buffer in self.row_buffers().items()
             },
-            **{metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()},
         }
         self._call_callbacks("on_traversal_end")
         return stats
@@ -376,20 +459,39 @@ class DeepCFR(pl.LightningModule):
 
     def training_step(self, step: int, batch_idx: int) -> None:
         optimizers = dict(zip(self.networks(), self.optimizers(), strict=True))
+        phase, local = None, batch_idx  # alternating: player ``phase``'s half of the steps
+        if self.hparams.alternate_updates:
+            half = self.trainer.num_training_batches // 2
+            phase, local = divmod(batch_idx, half)
+            if local == 0 and phase == 1:
+                # Player 1 traverses against player 0's advantage network trained just now.
+                self.traversal_epoch(PLAYERS[1:])
         for name, optimizer in optimizers.items():
-            if batch_idx < self._updates(name):
+            if local < self._updates(name, phase):
                 self._update(name, optimizer)
         if batch_idx == self.trainer.num_training_batches - 1:
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
             # on_train_epoch_end, before the module's own hook runs.
             self.iteration_metrics.update(self.held_out_losses())
+            if self.hparams.snapshots:
+                # This iteration's networks are trained: store them before its checkpoint.
+                states = [
+                    {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+                    for net in self.advantage_nets
+                ]
+                self._snapshots.append((self.iteration, states))
 
-    def _updates(self, network: str) -> int:
-        """Updates of ``network`` in this iteration's training epoch."""
+    def _updates(self, network: str, phase: int | None = None) -> int:
+        """Updates of ``network`` in this iteration's training epoch, or with alternating
+        updates in the half of it after player ``phase``'s traversal (its advantage network
+        and the value network; the strategy network after the second)."""
         if network == STRATEGY_NETWORK:
-            return self.hparams.strategy_updates if self.trains_strategy else 0
+            train = self.trains_strategy and phase in (None, 1)
+            return self.hparams.strategy_updates if train else 0
         if network == self.value_name:
             return self.hparams.value_updates
+        if phase is not None and network != ADVANTAGE_NETWORKS[phase]:
+            return 0
         return self.hparams.advantage_updates
 
     def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
@@ -425,7 +527,8 @@ class DeepCFR(pl.LightningModule):
                 )
         # The rows come from the buffer, not from a dataloader, so Lightning never converts
         # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
-        outputs = net(self.trainer.precision_plugin.convert_input(features))
+        forward = self.compiled_networks.get(name, net)
+        outputs = forward(self.trainer.precision_plugin.convert_input(features))
         loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
         optimizer.zero_grad()
         self._backward(loss, net)
@@ -501,27 +604,29 @@ class DeepCFR(pl.LightningModule):
         games = self.hparams.final_eval_games
         if not games or not self.trainer.is_global_zero:
             return
-        result = self.evaluate_average(games)
+        result = self.evaluate_deployed(games)
         self.print(result.format_table())
         # Lightning has counted the last epoch as completed: current_epoch is its iteration.
         final = {metrics.ITERATION: float(self.current_epoch), **self._final_metrics(result)}
         for logger in self.loggers:
             logger.log_metrics(final, step=self.trainer.global_step)
 
-    # ---- validate: one evaluation of the average strategy -------------------------------------
+    # ---- validate: one evaluation of the deployed policy ---------------------------------------
     def validation_step(self, batch: int, batch_idx: int) -> None:
-        result = self.evaluate_average(self.hparams.final_eval_games or 1000)
+        result = self.evaluate_deployed(self.hparams.final_eval_games or 1000)
         self.print(result.format_table())
         self.log_dict(self._final_metrics(result), batch_size=1)
 
-    def evaluate_average(self, games: int) -> EvaluationResult:
-        """The average strategy against ``eval_opponent`` in ``games`` duplicate games."""
+    def evaluate_deployed(self, games: int) -> EvaluationResult:
+        """The deployed policy (``deploy``) against ``eval_opponent`` in ``games`` duplicate
+        games."""
+        policy, _, how = self.hparams.deploy.partition(":")
         return evaluate_policy(
-            self, "average", self.hparams.eval_opponent, games, self.hparams.seed
+            self, policy, self.hparams.eval_opponent, games, self.hparams.seed, how == "greedy"
         )
 
     def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:
-        return metrics.eval_metrics("average", self.hparams.eval_opponent, result)
+        return metrics.eval_metrics(self.hparams.deploy, self.hparams.eval_opponent, result)
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
@@ -529,7 +634,14 @@ class DeepCFR(pl.LightningModule):
         # class is named for the checkpoint loader's allow-list.
         checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
         checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
-        if self.strategy_buffer is None:
+        if self._snapshots:
+            checkpoint["sdcfr"] = {
+                "iterations": [t for t, _ in self._snapshots],
+                "advantage": [states for _, states in self._snapshots],
+            }
+        if self.strategy_buffer is None or "optimizer_states" not in checkpoint:
+            # No reservoirs to save (an agent's model), or a weights-only checkpoint (such
+            # as a best-so-far copy), which plays but does not resume.
             return
         checkpoint["deep_cfr"] = {
             "advantage_buffers": [buffer.state_dict() for buffer in self.advantage_buffers],
@@ -550,6 +662,8 @@ class DeepCFR(pl.LightningModule):
         # Applied in on_train_start, once the reservoirs exist on the training device;
         # loading weights alone (validate, an agent) never builds them.
         self._resume_state = checkpoint.get("deep_cfr")
+        stored = checkpoint.get("sdcfr", {"iterations": [], "advantage": []})
+        self._snapshots = list(zip(stored["iterations"], stored["advantage"], strict=True))
 
     def _restore_training_state(self, state: dict[str, Any]) -> None:
         buffer_states = dict(zip(ADVANTAGE_NETWORKS, state["advantage_buffers"], strict=True))
@@ -603,7 +717,8 @@ class DeepCFR(pl.LightningModule):
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _call_callbacks(self, hook: str) -> None:
-        """Call ``hook(trainer, module)`` on every callback that defines it."""
+        """Call ``hook(trainer, module)`` on every callback that defines it (the hooks of
+        :class:`~lostcities_cfr.callbacks.TraversalCallback`)."""
         for callback in self.trainer.callbacks:
             method = getattr(callback, hook, None)
             if callable(method):
@@ -624,45 +739,18 @@ def _resolve_rules(rules: str | Rules) -> Rules:
         raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
 
 
-def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
-    if isinstance(network, NetworkConfig):
-        return network
+def _networks(
+    network: NetworkPreset | NetworkConfig | NetworkFactory,
+    field: str,
+    n_features: int,
+    n_actions: int,
+    rules: Rules,
+    count: int = 1,
+) -> list[nn.Module]:
+    """``count`` fresh networks of the kind ``network`` names, each checked
+    (:func:`~lostcities_cfr.cfr.networks.build_network`); an error names ``field``."""
     try:
-        return NetworkConfig.preset(network)
+        build = network_factory(network, rules)
+        return [build_network(build, n_features, n_actions) for _ in range(count)]
     except ConfigError as error:
-        raise ConfigError(f"DeepCFR network: {error}") from None
-
-
-def _check_arguments(hparams: Any) -> None:
-    """Refuse values that cannot work, naming the field, before anything is built."""
-    if not 0 <= hparams["holdout"] < 1:
-        raise ConfigError(f"DeepCFR holdout={hparams['holdout']!r}; expected a share in [0, 1)")
-    at_least = {
-        "traversals_per_player": 1,
-        "advantage_buffer_size": 1,
-        "strategy_buffer_size": 1,
-        "batch_size": 1,
-        "advantage_updates": 1,
-        "strategy_updates": 1,
-        "strategy_every": 1,
-        "exploitability_every": 0,
-        "final_eval_games": 0,
-        "value_buffer_size": 1,
-        "value_updates": 0,
-    }
-    for name, low in at_least.items():
-        value = hparams[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ConfigError(f"DeepCFR {name}={value!r}; expected an int of at least {low}")
-    for name, positive in (
-        ("learning_rate", True),
-        ("gradient_clip", False),
-        ("weight_exponent", False),
-        ("weight_decay", False),
-    ):
-        value = hparams[name]
-        if not isinstance(value, int | float) or value < 0 or (positive and value == 0):
-            raise ConfigError(
-                f"DeepCFR {name}={value!r}; expected a number "
-                + ("above 0" if positive else "of at least 0")
-            )
+        raise ConfigError(f"DeepCFR {field}: {error}") from None

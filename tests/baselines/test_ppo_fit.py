@@ -140,8 +140,8 @@ def test_behaviour_cloning_iterations_come_first_then_ppo(tmp_path):
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("clip", 0, "PPO clip=0"),
-        ("gae_lambda", 1.5, "PPO gae_lambda=1.5"),
+        ("clip", 0, "model.clip=0: Not of type PositiveFloat"),
+        ("gae_lambda", 1.5, "model.gae_lambda=1.5: Not of type ClosedUnitInterval"),
         ("games_per_rollout", 1, "PPO games_per_rollout=1"),
         ("bc_teacher", "heuristic:nonsense", "PPO bc_teacher"),
         ("bc_iterations", 3, "needs a bc_teacher"),

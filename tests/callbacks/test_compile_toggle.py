@@ -4,8 +4,6 @@ import torch
 from tiny_runs import fit, read_csv_metrics, tiny_model
 
 from lostcities_cfr.callbacks import CompileToggle
-from lostcities_cfr.callbacks.compile_toggle import set_module_compiled, training_networks
-from lostcities_cfr.cfr.networks import PolicyMLP
 from lostcities_cfr.errors import ConfigError
 
 # torch.compile's "eager" backend traces without generating code: quick, same semantics.
@@ -19,26 +17,38 @@ class RecordBackends(pl.Callback):
         self.seen: list[tuple[str, bool]] = []
 
     def on_traversal_end(self, trainer, pl_module) -> None:
-        compiled = [
-            getattr(n, "_compiled_call_impl", None) is not None
-            for n in training_networks(pl_module)
-        ]
+        compiled = [name in pl_module.compiled_networks for name in pl_module.networks()]
         assert len(set(compiled)) == 1
         self.seen.append((pl_module.queue.backend, compiled[0]))
 
 
-def test_module_compiled_in_place_keeps_its_state_dict_keys_and_outputs():
-    torch.manual_seed(0)
-    net = PolicyMLP(12, 5, width=16, depth=2)
-    keys = list(net.state_dict())
-    x = torch.randn(4, 12)
-    eager = net(x)
-    set_module_compiled(net, True, **QUICK)
-    assert list(net.state_dict()) == keys
-    torch.testing.assert_close(net(x), eager)
-    set_module_compiled(net, False)
-    assert net._compiled_call_impl is None
-    torch.testing.assert_close(net(x), eager)
+def test_compiled_handles_share_the_networks_parameters_and_outputs(tmp_path):
+    toggle = CompileToggle(inference=None, training=True, **QUICK)
+    _, model = fit(tmp_path, [toggle], max_epochs=1)
+    x = torch.rand(4, model.networks()["strategy"].n_features)
+    for name, net in model.networks().items():
+        compiled = model.compiled_networks[name]
+        assert compiled is not net
+        assert {id(p) for p in compiled.parameters()} == {id(p) for p in net.parameters()}
+        torch.testing.assert_close(compiled(x), net(x))
+
+
+def test_training_steps_call_a_networks_compiled_handle_in_its_place(tmp_path):
+    model = tiny_model()
+    calls = dict.fromkeys(model.networks(), 0)
+
+    def handle(name, net):
+        def forward(features):
+            calls[name] += 1
+            return net(features)
+
+        return forward
+
+    for name, net in model.networks().items():
+        model.compiled_networks[name] = handle(name, net)
+    fit(tmp_path, [], max_epochs=1, model=model)
+    updates = model.hparams.advantage_updates, model.hparams.strategy_updates
+    assert calls == {"advantage_p0": updates[0], "advantage_p1": updates[0], "strategy": updates[1]}
 
 
 def test_switches_from_the_chosen_iteration_and_logs_its_seconds_from_there(tmp_path):
@@ -66,8 +76,8 @@ def test_checkpoint_keys_are_the_same_with_compilation_on_or_off(tmp_path):
 def test_turning_off_returns_to_eager(tmp_path):
     model = tiny_model()
     model.queue.set_backend("compiled")
-    for net in training_networks(model):
-        set_module_compiled(net, True, **QUICK)
+    for name, net in model.networks().items():
+        model.compiled_networks[name] = torch.compile(net, **QUICK)
     record = RecordBackends()
     fit(tmp_path, [CompileToggle(inference=False, training=False), record], 1, model=model)
     assert record.seen == [("eager", False)]
@@ -76,5 +86,5 @@ def test_turning_off_returns_to_eager(tmp_path):
 def test_toggling_nothing_or_before_iteration_one_is_refused():
     with pytest.raises(ConfigError):
         CompileToggle(inference=None, training=None)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="from_iteration=0"):
         CompileToggle(from_iteration=0)

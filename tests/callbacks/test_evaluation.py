@@ -43,7 +43,7 @@ def test_logged_figures_equal_a_direct_evaluation_on_the_same_deals(evaluated_ru
                 rules=model.rules,
                 seed=5,
             )
-            rounds, prefix = result.rounds, eval_prefix(policy, spec)
+            rounds, prefix = result.rounds, eval_prefix(f"{policy}:greedy", spec)
             expected = {
                 "win_rate": rounds.win_rate,
                 "win_rate_ci_low": rounds.win_rate_ci[0],
@@ -54,7 +54,7 @@ def test_logged_figures_equal_a_direct_evaluation_on_the_same_deals(evaluated_ru
             }
             for suffix, value in expected.items():
                 assert row[prefix + suffix] == pytest.approx(value, rel=1e-6), prefix + suffix
-            logged = dict(zip(TABLE_COLUMNS, table[(3, policy, spec)], strict=True))
+            logged = dict(zip(TABLE_COLUMNS, table[(3, f"{policy}:greedy", spec)], strict=True))
             assert logged["games"] == 20 and logged["draw_rate"] == rounds.draw_rate
             for suffix, value in expected.items():
                 assert logged[suffix] == pytest.approx(value), suffix
@@ -62,7 +62,7 @@ def test_logged_figures_equal_a_direct_evaluation_on_the_same_deals(evaluated_ru
     assert (
         len(
             {
-                row[eval_prefix(p, o) + "score_diff"]
+                row[eval_prefix(f"{p}:greedy", o) + "score_diff"]
                 for p in ("average", "current")
                 for o in OPPONENTS
             }
@@ -85,7 +85,7 @@ def test_table_holds_one_row_per_iteration_policy_and_opponent(evaluated_run):
     assert len(evaluation.rows) == 2 * 2 * 2
     assert all(len(row) == len(TABLE_COLUMNS) for row in evaluation.rows)
     assert {(r[0], r[1], r[2]) for r in evaluation.rows} == {
-        (i, p, o) for i in (2, 3) for p in ("average", "current") for o in OPPONENTS
+        (i, p, o) for i in (2, 3) for p in ("average:greedy", "current:greedy") for o in OPPONENTS
     }
 
 

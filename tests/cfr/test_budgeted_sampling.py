@@ -45,7 +45,7 @@ def test_playout_regrets_are_unbiased_for_the_node_regrets():
 def test_cost_per_traversal_stays_within_the_bound(branch_prob):
     sampler = BudgetedSampling(branch_prob=branch_prob, max_branches=1)
     stats, _, _, queue = traverse(sampler)
-    assert stats.nodes == queue.stats()["rows"]
+    assert stats.nodes == queue.stats().rows
     assert stats.nodes <= stats.traversals * node_bound(sampler, TINY)
     assert stats.advantage_rows <= stats.traversals * sampler.max_branches
     if branch_prob == 1.0:  # the traverser's first node always branches
@@ -67,7 +67,7 @@ def test_rows_are_well_formed_and_each_step_submits_once_per_network():
     torch.testing.assert_close(sigma.sum(1), torch.ones(len(sigma)))
     assert not sigma[~legal].any()
     assert all(len(names) == len(set(names)) for names in queue.flushes)
-    assert queue.stats()["calls"] == sum(len(names) for names in queue.flushes)
+    assert queue.stats().calls == sum(len(names) for names in queue.flushes)
 
 
 def test_full_size_rounds_finish_within_the_bound():

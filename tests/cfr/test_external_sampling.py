@@ -45,7 +45,7 @@ def test_rows_equal_the_exact_regrets_and_strategies_of_a_recursive_reference(tr
     assert_same_rows(held(advantage), reference.traverser_rows)
     assert_same_rows(held(strategy), reference.opponent_rows)
     n_nodes = len(reference.traverser_rows) + len(reference.opponent_rows)
-    assert stats.nodes == n_nodes == queue.stats()["rows"]
+    assert stats.nodes == n_nodes == queue.stats().rows
     assert stats.advantage_rows == len(reference.traverser_rows) == len(advantage)
     assert stats.strategy_rows == len(reference.opponent_rows) == len(strategy)
     assert stats.traversals == len(states)
@@ -59,7 +59,7 @@ def test_each_step_submits_once_per_network_and_flushes_once():
     )
     assert all(len(names) == len(set(names)) for names in queue.flushes)
     assert any(len(names) == 2 for names in queue.flushes)  # the mixed batch needs both nets
-    assert queue.stats()["calls"] == sum(len(names) for names in queue.flushes)
+    assert queue.stats().calls == sum(len(names) for names in queue.flushes)
 
 
 def test_expected_root_regrets_over_opponent_samples_equal_the_exact_ones():
@@ -76,7 +76,7 @@ def test_traverse_deals_games_and_its_rows_are_well_formed():
     sampler = ExternalSampling(walkers=40)
     stats = sampler.traverse(context(queue, advantage, strategy, traverser=1, iteration=2), 100)
     assert stats.traversals == 100
-    assert stats.nodes == queue.stats()["rows"]
+    assert stats.nodes == queue.stats().rows
     assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
     assert stats.advantage_rows > 100 and stats.strategy_rows > 100
     _, legal, sigma = held(strategy)

@@ -59,7 +59,7 @@ def test_every_node_gives_one_row_and_opponent_strategies_go_to_the_strategy_buf
     root = advance(TINY, seed=4, decisions=0)
     stats, advantage, strategy, queue = run(OutcomeSampling(), root, n=500)
     assert stats.traversals == 500
-    assert stats.nodes == queue.stats()["rows"] == stats.advantage_rows + stats.strategy_rows
+    assert stats.nodes == queue.stats().rows == stats.advantage_rows + stats.strategy_rows
     assert (stats.advantage_rows, stats.strategy_rows) == (len(advantage), len(strategy))
     assert all(len(names) == len(set(names)) == 1 for names in queue.flushes)
     _, legal, sigma = held(strategy)

@@ -4,7 +4,7 @@ from torch import nn
 from torch._dynamo.utils import counters
 
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.inference import InferenceQueue, QueueStats
 
 F, A = 10, 6
 
@@ -53,7 +53,7 @@ def test_forwards_are_padded_to_the_smallest_bucket_and_split_by_the_largest():
     for n in (5, 8, 9, 70):
         queue(*("adv", *queries(n)))
     assert net.batch_sizes == [8, 8, 32, 32, 32, 8]
-    assert queue.stats()["padded_rows"] == 3 + 0 + 23 + 2
+    assert queue.stats().padded_rows == 3 + 0 + 23 + 2
 
 
 def test_without_buckets_a_forward_runs_exactly_the_rows_submitted():
@@ -100,7 +100,7 @@ def test_one_flush_runs_one_forward_per_network():
         assert net.batch_sizes == [3 + 4]
         for ticket, n in zip(tickets[name], (3, 4), strict=True):
             torch.testing.assert_close(ticket.result(), direct(net, *queries(n, seed=n)))
-    assert queue.stats()["calls"] == 3
+    assert queue.stats().calls == 3
 
 
 def test_stats_count_forwards_rows_padding_and_time():
@@ -109,17 +109,33 @@ def test_stats_count_forwards_rows_padding_and_time():
     queue("adv", *queries(5))
     queue("adv", *queries(40))
     stats = queue.stats()
-    assert (stats["calls"], stats["rows"], stats["padded_rows"]) == (3, 45, 3 + 0 + 0)
-    assert stats["mean_batch"] == 15.0
-    assert stats["policy_network_seconds"] > 0
+    assert (stats.calls, stats.rows, stats.padded_rows) == (3, 45, 3 + 0 + 0)
+    assert stats.mean_batch == 15.0
+    assert stats.policy_network_seconds > 0
     queue.reset_stats()
-    assert queue.stats() == {
-        "calls": 0,
-        "rows": 0,
-        "padded_rows": 0,
-        "mean_batch": 0.0,
-        "policy_network_seconds": 0.0,
-    }
+    assert queue.stats() == QueueStats()
+    assert queue.stats().mean_batch == 0.0
+
+
+def test_forwards_run_uncounted_leave_the_counters_as_they_were():
+    queue = InferenceQueue(bucket_sizes=(8, 32), pad="always")
+    queue.register("adv", RecordingNet(), masked_head)
+    queue("adv", *queries(5))
+    before = queue.stats()
+    with queue.uncounted():
+        queue("adv", *queries(40))
+        assert queue.stats().rows == 45  # counted inside the block, as ever
+    assert queue.stats() == before
+    queue("adv", *queries(3))
+    assert queue.stats().rows == 5 + 3
+
+
+def test_snapshots_do_not_change_as_the_queue_runs():
+    queue = InferenceQueue(bucket_sizes=None)
+    queue.register("adv", RecordingNet(), masked_head)
+    snapshot = queue.stats()
+    queue("adv", *queries(5))
+    assert snapshot.rows == 0 and queue.stats().rows == 5
 
 
 def test_local_mode_runs_one_row_per_forward_with_equal_results():
@@ -129,7 +145,7 @@ def test_local_mode_runs_one_row_per_forward_with_equal_results():
         queue.register("adv", net, masked_head)
     features, legal = queries(12)
     torch.testing.assert_close(local("adv", features, legal), batched("adv", features, legal))
-    assert local.stats()["calls"] == 12 and local.stats()["mean_batch"] == 1.0
+    assert local.stats().calls == 12 and local.stats().mean_batch == 1.0
 
 
 def test_default_head_returns_the_raw_outputs():
@@ -189,7 +205,7 @@ def test_auto_padding_skips_eager_cpu_forwards_and_pads_compiled_ones():
     assert net.batch_sizes == [5]  # eager on a CPU: fixed shapes buy nothing
     queue.set_backend("compiled")
     queue("adv", *queries(5))
-    assert queue.stats()["padded_rows"] == 3  # compiled: one graph per bucket
+    assert queue.stats().padded_rows == 3  # compiled: one graph per bucket
 
 
 def test_unknown_pad_mode_is_refused():

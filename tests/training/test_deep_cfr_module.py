@@ -179,7 +179,7 @@ def test_fit_ends_with_the_final_evaluation_against_the_eval_opponent(capsys):
     model = tiny_model(final_eval_games=30, eval_opponent="discard-only")
     fit(model, max_epochs=1)
     printed = capsys.readouterr().out
-    result = model.evaluate_average(30)
+    result = model.evaluate_deployed(30)
     assert (result.agent, result.opponent, result.games) == ("average", "discard-only", 30)
     assert result.rules == dataclasses.asdict(model.rules)
     table = result.format_table().splitlines()
@@ -192,16 +192,7 @@ def test_bf16_true_precision_trains_traverses_and_plays_in_bfloat16():
     """Lightning converts the weights to bfloat16 but never sees the rows the module samples
     itself, nor the features of the queue's and the agents' forwards."""
     model = tiny_model(final_eval_games=20)
-    trainer = pl.Trainer(
-        max_epochs=2,
-        precision="bf16-true",
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
+    trainer = fit(model, 2, precision="bf16-true")
     assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
     assert torch.isfinite(trainer.callback_metrics["loss/advantage_p0"])
     assert torch.isfinite(trainer.callback_metrics["loss/strategy"])

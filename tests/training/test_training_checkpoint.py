@@ -14,11 +14,12 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from run_probes import BufferProbe
-from tiny_training import TINY_MODEL, cli_subprocess, positions, tiny_model
+from tiny_training import TINY_MODEL, cli_subprocess, fit, positions, tiny_model
 
 from lostcities_cfr import evaluate_cli, play
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
+from lostcities_cfr.arguments import ClosedUnitInterval, PositiveInt
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import AgentSpecError, LostCitiesError
@@ -30,6 +31,7 @@ from lostcities_cfr.training.checkpoint import (
     class_path,
     load_agent,
     load_model,
+    plain_data,
     register_model_class,
 )
 
@@ -140,7 +142,7 @@ def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, poli
 
 def test_checkpoint_spec_rejects_two_policies(tiny_checkpoint):
     path, _ = tiny_checkpoint
-    with pytest.raises(AgentSpecError, match="one of :average and :current"):
+    with pytest.raises(AgentSpecError, match="one of :average, :current and :sdcfr"):
         agent_from_spec(f"ckpt:{path}:average:current")
 
 
@@ -189,15 +191,7 @@ def test_checkpoints_hold_plain_data_and_name_their_model_class(fitted, tmp_path
             "sampler": ExternalSampling(walkers=16, max_frontier=4096),
         }
     )
-    trainer = pl.Trainer(
-        max_epochs=1,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
+    trainer = fit(model, 1)
     trainer.save_checkpoint(tmp_path / "python.ckpt")
     saved = torch.load(tmp_path / "python.ckpt", weights_only=True)
     assert saved["hyper_parameters"]["sampler"] == {
@@ -286,3 +280,10 @@ def test_only_registered_model_classes_load(fitted, tmp_path, monkeypatch):
     torch.save(checkpoint, tmp_path / "elsewhere.ckpt")
     with pytest.raises(LostCitiesError, match=r"class_path='antigravity\.Sampler'.*refused"):
         load_model(tmp_path / "elsewhere.ckpt")
+
+
+def test_plain_data_turns_parsed_numbers_into_plain_ones():
+    # jsonargparse hands a constructor PositiveInt and the like, which the safe loader refuses.
+    saved = plain_data({"batch": PositiveInt(3), "shares": [ClosedUnitInterval(0.5)], "on": True})
+    assert saved == {"batch": 3, "shares": [0.5], "on": True}
+    assert [type(saved["batch"]), type(saved["shares"][0]), type(saved["on"])] == [int, float, bool]

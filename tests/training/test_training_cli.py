@@ -49,7 +49,10 @@ def test_every_shipped_config_builds_its_model_and_trainer(config):
         (["--model.traversals_per_player", "many"], "traversals_per_player"),
         (["--model.exploitability_every", "1", "--model.rules", "classic"], "exploitability"),
         (["--model.rules", "{n_colors: 0}"], "Rules.n_colors=0 is invalid"),
-        (["--model.sampler.init_args.walkers", "0"], "ExternalSampling walkers=0"),
+        (["--model.sampler.init_args.walkers", "0"], "model.sampler.walkers=0"),
+        (["--model.holdout", "1"], "model.holdout: Not of type RightOpenUnitInterval"),
+        (["--model.network.width", "0"], "model.network.width=0"),
+        (["--threads", "0"], "threads=0"),
         (["--trainer.max_epochs", "-5"], "`max_epochs` must be a non-negative integer"),
         (["--trainer.accelerator", "banana"], "accelerator='banana'"),
         (["--weights_only", "false"], "weights_only=False"),
@@ -80,7 +83,7 @@ def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
     logged = [row for row in rows if row.get("loss/advantage_p0")]
     assert [float(row["iteration"]) for row in logged] == [1.0, 2.0]
     # The final evaluation's figures are those of the saved model's average strategy.
-    final = load_model(run_dir / "checkpoints" / "last.ckpt").evaluate_average(20)
+    final = load_model(run_dir / "checkpoints" / "last.ckpt").evaluate_deployed(20)
     assert float(rows[-1]["eval/average/random/win_rate"]) == pytest.approx(final.rounds.win_rate)
     assert float(rows[-1]["eval/average/random/score_diff"]) == pytest.approx(
         final.rounds.score_diff

@@ -102,8 +102,11 @@ def tiny_model(**overrides: object) -> DeepCFR:
     return DeepCFR(**arguments)
 
 
-def fit(model: DeepCFR, max_epochs: int, callbacks: Sequence[pl.Callback] = ()) -> pl.Trainer:
-    """``max_epochs`` iterations of ``model`` on the CPU: no logger, checkpoint or bar."""
+def fit(
+    model: DeepCFR, max_epochs: int, callbacks: Sequence[pl.Callback] = (), **trainer_args: object
+) -> pl.Trainer:
+    """``max_epochs`` iterations of ``model`` on the CPU: no logger, checkpoint or bar;
+    ``trainer_args`` go to the Trainer (``precision``...)."""
     trainer = pl.Trainer(
         max_epochs=max_epochs,
         accelerator="cpu",
@@ -112,6 +115,7 @@ def fit(model: DeepCFR, max_epochs: int, callbacks: Sequence[pl.Callback] = ()) 
         enable_progress_bar=False,
         enable_model_summary=False,
         callbacks=list(callbacks),
+        **trainer_args,
     )
     trainer.fit(model)
     return trainer

@@ -1,0 +1,90 @@
+"""The package's layers (``docs/architecture.md``): imports point downward only, and no
+module imports itself through others (an import circle)."""
+
+import ast
+from pathlib import Path
+
+import lostcities_cfr
+
+PACKAGE = Path(lostcities_cfr.__file__).parent
+# Lowest first. Modules of one layer may import one another; the command-line modules and
+# the package's front door sit on top.
+LAYERS = [
+    {"errors", "arguments"},
+    {"game"},
+    {"agents", "arena"},
+    {"inference"},
+    {"cfr"},
+    {"training"},
+    {"callbacks"},
+    {"__init__", "__main__", "cli", "fit_cli", "evaluate_cli", "play", "report", "runs"},
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def imports(module: str, runtime: bool = False) -> set[str]:
+    """The package's modules that ``module`` imports anywhere in its file, function bodies
+    included; with ``runtime``, leaving out ``if TYPE_CHECKING:`` blocks (never executed)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if runtime and isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # ``from lostcities_cfr import runs`` imports the module runs; ``from x import
+            # name`` the module x.
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in MODULES else node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(MODULES[module].read_text()))
+    return {name for name in found if name in MODULES and name != module}
+
+
+def test_every_module_is_in_a_layer():
+    assert all(isinstance(layer(module), int) for module in MODULES)
+
+
+def test_imports_point_downward_only():
+    upward = [
+        f"{module} -> {target}"
+        for module in MODULES
+        for target in imports(module)
+        if layer(target) > layer(module)
+    ]
+    assert upward == []
+
+
+def test_no_module_imports_itself_through_others():
+    graph = {module: imports(module, runtime=True) for module in MODULES}
+    circles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in graph[module]:
+            if target in path:
+                circles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in done:
+                visit(target, [*path, target])
+        done.add(module)
+
+    done: set[str] = set()
+    for module in sorted(graph):
+        if module not in done:
+            visit(module, [module])
+    assert circles == []
