@@ -278,7 +278,8 @@ def _one_line(message: str) -> str:
             value = line.removeprefix("Given value: ")
             nested = re.fullmatch(r"NestedArg\(key='(.*)', val='(.*)'\)", value)
             if nested:  # a dotted override such as --model.sampler.init_args.walkers 0
-                keys += [] if keys[-1:] == [nested[1]] else [nested[1]]
+                named = nested[1].replace("init_args.", "")
+                keys += [] if ".".join(keys).endswith(named) else [named]
                 value = nested[2]
         if line and not _FRAMING.match(line) and line not in reasons:
             reasons.append(line)

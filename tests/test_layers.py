@@ -15,7 +15,7 @@ LAYERS = [
     {"agents", "arena"},
     {"inference"},
     {"cfr"},
-    {"training"},
+    {"training", "baselines"},  # the baselines train beside Deep CFR, with its metrics and checkpoints
     {"callbacks"},
     {"__init__", "__main__", "cli", "fit_cli", "evaluate_cli", "play", "report", "runs"},
 ]

@@ -50,7 +50,7 @@ def test_every_shipped_config_builds_its_model_and_trainer(config):
         (["--model.exploitability_every", "1", "--model.rules", "classic"], "exploitability"),
         (["--model.rules", "{n_colors: 0}"], "Rules.n_colors=0 is invalid"),
         (["--model.sampler.init_args.walkers", "0"], "model.sampler.walkers=0"),
-        (["--model.holdout", "1"], "model.holdout: Not of type RightOpenUnitInterval"),
+        (["--model.holdout", "1"], "model.holdout=1: Not of type RightOpenUnitInterval"),
         (["--model.network.width", "0"], "model.network.width=0"),
         (["--threads", "0"], "threads=0"),
         (["--trainer.max_epochs", "-5"], "`max_epochs` must be a non-negative integer"),
