@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -333,7 +334,10 @@ def evaluate(
     start = time.perf_counter()
     first_seating = GameBatch.new(rules, deals, seed=seed, device=device)
     mirrored = first_seating.clone()  # the same deals, to be played with the seats swapped
-    finals = [_play_out(first_seating, agent_a, agent_b), _play_out(mirrored, agent_b, agent_a)]
+    finals = [
+        play_out(first_seating, _seats(agent_a, agent_b)),
+        play_out(mirrored, _seats(agent_b, agent_a)),
+    ]
     seconds = time.perf_counter() - start
 
     # scores and expeditions as [2 seatings, D, ...], from agent_a's side
@@ -369,17 +373,27 @@ def evaluate(
 
 
 @dataclass(frozen=True)
-class _Finals:
+class Finals:
+    """The final state of every game :func:`play_out` played, on CPU, in the batch's order."""
+
     scores: torch.Tensor  # [D, 2] int64, by seat
     expeditions: torch.Tensor  # [D, 2, T] int8, by seat
     turn: torch.Tensor  # [D] int64
 
 
-def _play_out(batch: GameBatch, seat0: Agent, seat1: Agent) -> _Finals:
-    """Play every game of ``batch`` to the end, in place; the final state of each, on CPU.
+Decide = Callable[[GameBatch, int, torch.Tensor], torch.Tensor]
+"""``decide(batch, step, rows) -> actions [B]``: the moves of one step of :func:`play_out`."""
+
+
+def play_out(batch: GameBatch, decide: Decide, check: bool = True) -> Finals:
+    """Play every game of ``batch`` to the end, in place, one ``decide`` call per step.
 
     Every game starts at turn 0 and each step advances all unfinished ones, so
-    all of them share the player to move: one ``act`` call per step.
+    all of them share the player to move, ``(step >> 1) & 1``. ``decide`` gets the
+    batch, the step and ``rows`` ([B] int64: each row's index in the original
+    batch); finished games stay in it until a quarter of its rows are done, with
+    no legal action (the engine ignores their entries). ``check``: the engine
+    refuses illegal actions (``GameBatch.step``).
     """
     D = batch.batch_size
     scores = torch.zeros(D, 2, dtype=torch.int64)
@@ -388,8 +402,7 @@ def _play_out(batch: GameBatch, seat0: Agent, seat1: Agent) -> _Finals:
     rows = torch.arange(D, device=batch.device)  # original index of each live row
     step = 0
     while batch.batch_size:
-        mover = seat0 if (step // 2) % 2 == 0 else seat1
-        batch.step(mover.act(batch))
+        batch.step(decide(batch, step, rows), check=check)
         step += 1
         done = batch.done
         n_done = int(done.sum())
@@ -401,7 +414,12 @@ def _play_out(batch: GameBatch, seat0: Agent, seat1: Agent) -> _Finals:
             keep = (~done).nonzero().squeeze(1)
             rows = rows[keep]
             batch = batch.select(keep)
-    return _Finals(scores=scores, expeditions=expeditions, turn=turn)
+    return Finals(scores=scores, expeditions=expeditions, turn=turn)
+
+
+def _seats(seat0: Agent, seat1: Agent) -> Decide:
+    """Two agents taking turns: ``seat0`` moves at steps 0, 1, 4, 5..., ``seat1`` between."""
+    return lambda batch, step, rows: (seat1 if step & 2 else seat0).act(batch)
 
 
 def _json_ready(value: object) -> object:

@@ -5,6 +5,10 @@ second ``--config``) plus dotted overrides such as ``--model.batch_size 512``;
 ``--print_config`` prints the whole experiment, defaults included. What the CLI adds to
 LightningCLI's defaults:
 
+- The model is :class:`DeepCFR` unless the config names another LightningModule with
+  ``model: {class_path: ..., init_args: ...}`` (``configs/ppo.yaml`` trains
+  :class:`~lostcities_cfr.baselines.PPO`); a plain ``model:`` mapping holds DeepCFR's
+  arguments.
 - W&B offline: the default logger is ``WandbLogger(offline=True)`` and ``WANDB_MODE``
   defaults to ``offline``, so nothing needs the network (``wandb sync`` uploads later).
 - One folder per run: ``trainer.default_root_dir`` (``runs/...``); checkpoints go to its
@@ -33,9 +37,11 @@ import os
 import re
 import sys
 import warnings
+from importlib import import_module
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pytorch_lightning as pl
 import torch
 import yaml
 from lightning_fabric.utilities.exceptions import MisconfigurationException
@@ -127,7 +133,9 @@ class DeepCFRCLI(LightningCLI):
             }
         )
         parser.link_arguments("trainer.default_root_dir", "checkpoint.dirpath", checkpoint_dir)
-        parser.link_arguments("seed_everything", "model.seed", model_seed)
+        # The model class is chosen by model.class_path, DeepCFR by default.
+        parser.set_defaults({"model": {"class_path": class_path(DeepCFR)}})
+        parser.link_arguments("seed_everything", "model.init_args.seed", model_seed)
         parser.add_argument(
             "--threads",
             type=PositiveInt | None,
@@ -160,16 +168,18 @@ class DeepCFRCLI(LightningCLI):
             return
         checkpoint = read_checkpoint(resume, mmap=True)
         model_class = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
-        if model_class != class_path(DeepCFR):
+        # jsonargparse may shorten the class path (lostcities_cfr.DeepCFR): compare classes
+        module, _, name = config.model.class_path.rpartition(".")
+        trained = class_path(getattr(import_module(module), name))
+        if model_class != trained:
             raise ConfigError(
-                f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains "
-                f"{class_path(DeepCFR)}"
+                f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains {trained}"
             )
         check_finite_weights(checkpoint, resume)
         if subcommand == "fit":
             runs.check_max_epochs(checkpoint, config.trainer.max_epochs, resume)
         dump = self.parser.dump(self.config, skip_link_targets=False, skip_none=False)
-        wanted = yaml.safe_load(dump)[subcommand]["model"]
+        wanted = yaml.safe_load(dump)[subcommand]["model"]["init_args"]
         # The classes this command's own config names are imported already.
         saved = hyperparameters(checkpoint, resume, allowed=class_paths(wanted))
         runs.check_resumable(saved, wanted, resume)
@@ -212,7 +222,8 @@ def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
     # ``args`` usually is sys.argv[1:] minus the command, which LightningCLI warns about.
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
     return DeepCFRCLI(
-        DeepCFR,
+        pl.LightningModule,
+        subclass_mode_model=True,
         args=args,
         run=run,
         seed_everything_default=0,
@@ -267,13 +278,17 @@ def _one_line(message: str) -> str:
             value = line.removeprefix("Given value: ")
             nested = re.fullmatch(r"NestedArg\(key='(.*)', val='(.*)'\)", value)
             if nested:  # a dotted override such as --model.sampler.init_args.walkers 0
-                keys += [] if keys[-1:] == [nested[1]] else [nested[1]]
+                named = nested[1].replace("init_args.", "")
+                keys += [] if ".".join(keys).endswith(named) else [named]
                 value = nested[2]
         if line and not _FRAMING.match(line) and line not in reasons:
             reasons.append(line)
     ranges = [reason for reason in reasons if reason.startswith("Not of type")]
     meant = [reason for reason in reasons if not _OTHER_MEMBER.match(reason)]
     reason = "; ".join(ranges or meant or reasons)
+    refused = re.match(r"Not of type \w+: (.*) does not conform", ranges[0]) if ranges else None
+    if refused:  # the value itself, not the mapping of a model chosen by class_path
+        value = refused[1]
     field = ".".join(keys) + ("" if value is None else f"={value}")
     return f"{field}: {reason}" if keys else reason
 
@@ -288,7 +303,7 @@ def run(subcommand: str, argv: list[str]) -> DeepCFRCLI:
 
 
 def fit(argv: list[str]) -> None:
-    """``python -m lostcities_cfr fit``: train a Deep CFR agent."""
+    """``python -m lostcities_cfr fit``: train a Deep CFR agent (or the config's model)."""
     run("fit", argv)
 
 

@@ -216,7 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--opponent", default="heuristic:balanced", help="agent spec (heuristic:balanced)"
+        "--opponent",
+        default=None,
+        help="agent spec (default: best, the strongest agent shipped with the package, which "
+        "plays the classic rules; heuristic:balanced under other rules)",
     )
     parser.add_argument(
         "--rounds",
@@ -241,6 +244,8 @@ def main(argv: list[str] | None = None, read: Read = input, write: Write = print
     parser = build_parser()
     args = parser.parse_args(argv)
     rules = Rules.preset(args.rules)
+    if args.opponent is None:
+        args.opponent = "best" if args.rules == "classic" else "heuristic:balanced"
     try:
         agent = agent_from_spec(args.opponent, seed=args.seed)
         check_agent_rules(agent, rules)  # before the first move, not at the agent's first

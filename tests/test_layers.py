@@ -15,7 +15,8 @@ LAYERS = [
     {"agents", "arena"},
     {"inference"},
     {"cfr"},
-    {"training"},
+    # the baselines train beside Deep CFR, with its metrics and checkpoints
+    {"training", "baselines"},
     {"callbacks"},
     {"__init__", "__main__", "cli", "fit_cli", "evaluate_cli", "play", "report", "runs"},
 ]

@@ -45,7 +45,12 @@ AgentFactory = Callable[[list[str], dict[str, str], int | None], Agent]
 # The ``ckpt`` kind's words: the training layer registers it (agents never import training),
 # and the top-level package registers a stand-in until then.
 CKPT_USAGE = "ckpt:PATH[:average|:current|:sdcfr][:greedy]"
-CKPT_HELP = "a checkpoint's deployed policy (its run's `deploy`), or the policy named"
+CKPT_HELP = (
+    "a checkpoint's deployed policy (DeepCFR: its run's `deploy`, or the policy named; "
+    "PPO: its policy network)"
+)
+BEST_USAGE = "best[:greedy]"
+BEST_HELP = "the strongest agent shipped with the package (docs/agents.md)"
 
 _OPTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 

@@ -14,11 +14,11 @@ from pytorch_lightning.callbacks import Checkpoint
 from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.training import metrics
-from lostcities_cfr.training.module import DeepCFR
 
-# Phases the model times itself (``DeepCFR.iteration_metrics``) or evaluation
-# adds; each gets ``time/<phase>_share`` of the iteration. Network queries and
-# buffer writes happen inside the traversal, so their shares are part of its share.
+# Phases a model times itself (``iteration_metrics``: DeepCFR's, then PPO's) or evaluation
+# adds; each one the model reports gets ``time/<phase>_share`` of the iteration. Network
+# queries happen inside the traversal or the rollout, and buffer writes inside the
+# traversal, so their shares are part of those.
 PHASES = (
     "traversal",
     "policy_network",
@@ -26,9 +26,19 @@ PHASES = (
     "advantage_train",
     "strategy_train",
     "value_train",
+    "rollout",
+    "update",
     "eval",
 )
-DISJOINT_PHASES = ("traversal", "advantage_train", "strategy_train", "value_train", "eval")
+DISJOINT_PHASES = (
+    "traversal",
+    "advantage_train",
+    "strategy_train",
+    "value_train",
+    "rollout",
+    "update",
+    "eval",
+)
 GB = 2**30
 
 
@@ -48,7 +58,8 @@ def peak_memory_bytes() -> int:
 
 
 class PhaseTimer(TraversalCallback):
-    """Times every CFR iteration and logs each phase's share of it, memory and buffer fill.
+    """Times every iteration and logs each phase's share of it, the run's clock, memory and
+    buffer fill.
 
     Acts at the start of each iteration (the first of ``on_traversal_start`` and
     ``on_train_epoch_start``, as the model may traverse before or after the
@@ -59,17 +70,23 @@ class PhaseTimer(TraversalCallback):
     Logs to every logger, each iteration:
 
     - ``time/iteration_s``: the iteration's wall-clock, evaluation included;
+    - ``time/elapsed_s``: seconds since training started, at the iteration's end
+      (a resumed run continues the clock where its checkpoint left it), the
+      x-axis of learning curves against wall-clock (``scripts/strength_curves.py``);
     - ``time/eval_s``: this iteration's :class:`PeriodicEvaluation` time (0
       when none ran);
-    - ``time/<phase>_share`` for ``traversal``, ``policy_network``,
-      ``memory_add``, ``advantage_train``, ``strategy_train`` and ``eval``:
-      seconds over ``time/iteration_s`` (the model logs the seconds,
-      ``time/<phase>_s``; network queries and buffer writes are part of the
-      traversal), and ``time/other_share``: what no phase accounts for;
+    - ``time/<phase>_share`` for each phase the model times (``DeepCFR``:
+      ``traversal``, ``policy_network``, ``memory_add``, ``advantage_train``,
+      ``strategy_train``; ``PPO``: ``rollout``, ``policy_network``, ``update``)
+      and ``eval``: seconds over ``time/iteration_s`` (the model logs the
+      seconds, ``time/<phase>_s``; network queries and buffer writes are part
+      of the traversal or rollout), and ``time/other_share``: what no phase
+      accounts for;
     - ``system/rss_gb`` (resident memory now, where ``/proc`` exists),
       ``system/max_rss_gb`` (peak) and, on CUDA, ``system/cuda_max_allocated_gb``;
     - ``buffer/<name>_fill``: rows held over capacity of each reservoir
-      (``advantage_p0``, ``advantage_p1``, ``strategy``).
+      (``DeepCFR``: ``advantage_p0``, ``advantage_p1``, ``strategy``; models
+      without ``row_buffers()`` log none).
 
     The counts and rates (``traversal/nodes_per_s``, ``inference/mean_batch``,
     ``buffer/*`` rows) are logged by the model itself.
@@ -84,6 +101,9 @@ class PhaseTimer(TraversalCallback):
         self.buffers = buffers
         self._started_iteration: int | None = None
         self._start = 0.0
+        self._elapsed_before = 0.0  # seconds of the run before this fit (a resumed run)
+        self._fit_start = 0.0
+        self.elapsed_s = 0.0
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         # A new list: Lightning is iterating the old one to call this very hook.
@@ -91,10 +111,13 @@ class PhaseTimer(TraversalCallback):
         checkpoints = [c for c in trainer.callbacks if isinstance(c, Checkpoint)]
         trainer.callbacks = [*others, self, *checkpoints]
 
-    def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._fit_start = time.perf_counter()
+
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._start_iteration(pl_module.iteration)
 
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._start_iteration(pl_module.iteration)
 
     def _start_iteration(self, iteration: int) -> None:
@@ -102,20 +125,25 @@ class PhaseTimer(TraversalCallback):
             self._started_iteration = iteration
             self._start = time.perf_counter()
 
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
-        iteration_s = time.perf_counter() - self._start
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        now = time.perf_counter()
+        iteration_s = now - self._start
+        self.elapsed_s = self._elapsed_before + now - self._fit_start
+        reported = pl_module.iteration_metrics
         seconds = {
-            phase: float(pl_module.iteration_metrics.get(metrics.phase_seconds(phase), 0.0))
+            phase: float(reported[metrics.phase_seconds(phase)])
             for phase in PHASES
+            if metrics.phase_seconds(phase) in reported
         }
         seconds["eval"] = self._eval_seconds(trainer, pl_module.iteration)
         logged = {
             metrics.phase_seconds("iteration"): iteration_s,
+            metrics.phase_seconds("elapsed"): self.elapsed_s,
             metrics.phase_seconds("eval"): seconds["eval"],
         }
         for phase, value in seconds.items():
             logged[metrics.phase_share(phase)] = value / iteration_s
-        disjoint = sum(seconds[phase] for phase in DISJOINT_PHASES)
+        disjoint = sum(seconds.get(phase, 0.0) for phase in DISJOINT_PHASES)
         logged[metrics.phase_share("other")] = max(0.0, 1.0 - disjoint / iteration_s)
         if self.memory:
             logged.update(self._memory())
@@ -143,8 +171,14 @@ class PhaseTimer(TraversalCallback):
         return memory
 
     @staticmethod
-    def _buffer_fill(pl_module: DeepCFR) -> dict[str, float]:
+    def _buffer_fill(pl_module: pl.LightningModule) -> dict[str, float]:
         return {
             metrics.buffer_fill(name): len(buffer) / buffer.capacity
-            for name, buffer in pl_module.row_buffers().items()
+            for name, buffer in getattr(pl_module, "row_buffers", dict)().items()
         }
+
+    def state_dict(self) -> dict[str, float]:
+        return {"elapsed_s": self.elapsed_s}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self._elapsed_before = self.elapsed_s = state_dict.get("elapsed_s", 0.0)

@@ -39,7 +39,8 @@ class IterationProgressBar(TQDMProgressBar, TraversalCallback):
     Where the output is not a terminal (CI, a file), a redrawn bar would
     flood the log: it then draws nothing and prints one line per iteration
     instead, with the iteration's seconds, the traversal's and the training's,
-    nodes/s and the losses.
+    nodes/s and the losses (for PPO: the rollout's and the update's seconds,
+    decisions/s and the losses).
 
     Args:
         refresh_rate: training steps between redraws.
@@ -134,13 +135,20 @@ class IterationProgressBar(TQDMProgressBar, TraversalCallback):
         m = pl_module.iteration_metrics
         total = "" if trainer.max_epochs in (None, -1) else f"/{trainer.max_epochs}"
         seconds = time.perf_counter() - self._iteration_start
-        training_s = m.get("time/advantage_train_s", 0.0) + m.get("time/strategy_train_s", 0.0)
-        parts = [
-            f"iteration {pl_module.iteration}{total}: {seconds:.1f} s",
-            f"traversal {m.get('time/traversal_s', 0.0):.1f} s, "
-            f"{_si(m.get('traversal/nodes_per_s', 0.0))} nodes/s",
-            f"training {self.total_train_batches} steps {training_s:.1f} s",
-        ]
+        parts = [f"iteration {pl_module.iteration}{total}: {seconds:.1f} s"]
+        if "time/rollout_s" in m:  # PPO: games played, then the update epochs
+            parts += [
+                f"rollout {m['time/rollout_s']:.1f} s, "
+                f"{_si(m.get('rollout/decisions_per_s', 0.0))} decisions/s",
+                f"update {self.total_train_batches} steps {m.get('time/update_s', 0.0):.1f} s",
+            ]
+        else:
+            training_s = m.get("time/advantage_train_s", 0.0) + m.get("time/strategy_train_s", 0.0)
+            parts += [
+                f"traversal {m.get('time/traversal_s', 0.0):.1f} s, "
+                f"{_si(m.get('traversal/nodes_per_s', 0.0))} nodes/s",
+                f"training {self.total_train_batches} steps {training_s:.1f} s",
+            ]
         losses = [
             f"{k.removeprefix('loss/')} {v:.4g}" for k, v in m.items() if k.startswith("loss/")
         ]

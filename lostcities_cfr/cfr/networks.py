@@ -244,3 +244,12 @@ def masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     # Multiplying by the mask zeroes illegal entries exactly (the softmax of the
     # fill value underflows to 0 except in rows with no legal action at all).
     return torch.softmax(masked, dim=-1) * legal
+
+
+def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities [B, A] of :func:`masked_softmax`, computed stably (for losses).
+
+    Illegal entries hold a huge negative number, not ``-inf``, so that ``0 * log p`` of
+    an illegal action stays 0 rather than NaN; read only the legal entries.
+    """
+    return torch.log_softmax(logits.masked_fill(~legal, torch.finfo(logits.dtype).min), dim=-1)

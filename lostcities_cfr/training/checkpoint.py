@@ -1,4 +1,5 @@
-"""Models and agents from checkpoint files (the ``ckpt:PATH[:current][:greedy]`` agent spec).
+"""Models and agents from checkpoint files (the ``ckpt:PATH[:current][:greedy]`` and
+``best[:greedy]`` agent specs).
 
 Loading is safe: a file is read with ``torch.load(weights_only=True)``, which builds tensors
 and plain data only and refuses anything else, so a crafted file cannot run code. Models
@@ -17,8 +18,12 @@ environment variable ``LOSTCITIES_CFR_CLASS_PATHS`` (comma-separated class paths
 and ``agent(policy, greedy, seed)``, as
 :class:`~lostcities_cfr.training.evaluation.PolicyModel` describes.
 
-Importing this module registers the ``ckpt`` agent kind, so the agent layer below never
-imports training.
+:func:`networks_only` cuts a training checkpoint down to what playing needs (the class, its
+arguments and the networks): the package ships one, ``pretrained/best.pt``, the strongest agent
+a 30-minute run trains (``docs/agents.md``), which the ``best`` agent spec plays.
+
+Importing this module registers the ``ckpt`` and ``best`` agent kinds, so the agent layer
+below never imports training.
 """
 
 from __future__ import annotations
@@ -39,11 +44,12 @@ from lightning_fabric.plugins import TorchCheckpointIO
 from pytorch_lightning.cli import instantiate_module
 
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
-from lostcities_cfr.agents.specs import CKPT_HELP, CKPT_USAGE
+from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_USAGE
 from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
 
+BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these
@@ -52,7 +58,10 @@ SAFE_CLASS_PATH_PREFIXES = ("lostcities_cfr.", "torch.")
 CLASS_PATHS_VARIABLE = "LOSTCITIES_CFR_CLASS_PATHS"
 _ALLOWED_CLASS_PATHS: set[str] = set()
 
-_LOADABLE: dict[str, type[pl.LightningModule] | None] = {DEFAULT_MODEL_CLASS: None}
+_LOADABLE: dict[str, type[pl.LightningModule] | None] = {
+    DEFAULT_MODEL_CLASS: None,
+    "lostcities_cfr.baselines.ppo.PPO": None,
+}
 """Allow-listed model classes by class path; ``None`` until first imported."""
 
 
@@ -301,6 +310,22 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
     return model.eval()
 
 
+def networks_only(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`load_model` needs of a training checkpoint, and nothing else.
+
+    The model class, its arguments and its ``state_dict`` (the networks), plus the iteration
+    it was saved after; no optimizer state, generators, snapshot pool or reservoirs, so a
+    PPO checkpoint of 128x2 networks shrinks to a few hundred KB.
+    """
+    return {
+        MODEL_CLASS_KEY: checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS),
+        "hyper_parameters": checkpoint.get("hyper_parameters", {}),
+        "state_dict": checkpoint["state_dict"],
+        # Lightning's epoch counts from 0; one epoch is one iteration
+        "iteration": checkpoint.get("epoch", -1) + 1,
+    }
+
+
 def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:
     """Refuse a checkpoint whose weights hold NaN or infinite values, naming the first."""
     for name, tensor in checkpoint["state_dict"].items():
@@ -318,7 +343,8 @@ def load_agent(
     seed: int | None = None,
     rules: Rules | None = None,
 ) -> Agent:
-    """The agent playing a checkpoint's ``policy`` (DeepCFR: ``"average"`` or ``"current"``).
+    """The agent playing a checkpoint's ``policy`` (DeepCFR: ``"average"`` or ``"current"``;
+    PPO: ``"policy"``).
 
     The agent's ``rules`` are the checkpoint's, so the arena and ``play`` refuse it in a game
     of other rules before the first move.
@@ -327,12 +353,18 @@ def load_agent(
         path: a checkpoint written by ``fit`` (e.g. ``runs/quickstart/checkpoints/last.ckpt``).
         policy: for DeepCFR, ``"average"`` (the strategy network, Deep CFR's output),
             ``"current"`` (regret matching on the advantage networks) or ``"sdcfr"`` (stored
-            iterations); None: the policy the run deploys (``DeepCFR.deploy``).
+            iterations); for PPO, ``"policy"``; None: the policy the run deploys (DeepCFR's
+            ``deploy``, PPO's policy network).
         greedy: play the most probable action instead of sampling.
         seed: seeds sampling.
         rules: the rules it is meant to play (see :func:`load_model`).
     """
     model = load_model(path, rules)
+    if policy is not None and policy not in model.policies:
+        raise AgentSpecError(
+            f"checkpoint {path}: a {type(model).__name__} plays {list(model.policies)}, "
+            f"not {policy!r}"
+        )
     agent = model.agent(policy, greedy=greedy, seed=seed)
     agent.rules = model.rules
     return agent
@@ -367,4 +399,15 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
     )
 
 
+def best_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
+    """The ``best`` agent kind's factory: the shipped checkpoint, ``:greedy`` optional.
+
+    Raises:
+        AgentSpecError: an argument other than ``greedy``, or an option.
+    """
+    expect_arguments([a for a in args if a != "greedy"], options, 0, BEST_USAGE)
+    return load_agent(BEST_AGENT, greedy="greedy" in args, seed=seed)
+
+
 register_agent_kind("ckpt", checkpoint_agent, CKPT_USAGE, CKPT_HELP)
+register_agent_kind("best", best_agent, BEST_USAGE, BEST_HELP)

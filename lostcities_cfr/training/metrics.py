@@ -115,7 +115,7 @@ METRICS: tuple[Metric, ...] = (
         ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "loss/value"),
         "`DeepCFR`",
         "mean weighted loss over the iteration's updates (`value`: the history value "
-        "network of a value-baseline sampler)",
+        "network of a value-baseline sampler; `PPO` logs its value network's loss there too)",
     ),
     Metric(
         ("loss/val_<network>", "loss/val_zero_<network>"),
@@ -134,9 +134,53 @@ METRICS: tuple[Metric, ...] = (
         "exact exploitability of the average strategy, and over the uniform policy's (tiny rules)",
     ),
     Metric(
-        ("time/iteration_s", "time/<phase>_share", "time/other_share", "time/eval_s"),
+        (
+            "time/rollout_s",
+            "rollout/games",
+            "rollout/decisions",
+            "rollout/learner_decisions",
+            "rollout/decisions_per_s",
+            "rollout/game_length",
+        ),
+        "`PPO`",
+        "the iteration's games (while cloning, the teacher's): seconds, rounds, decisions of "
+        "both players, the learner's, decisions per second, mean turns per round",
+    ),
+    Metric(
+        ("rollout/score_diff", "rollout/win_rate", "ppo/pool_size"),
+        "`PPO`",
+        "the learner against its rollout's opponents (the current policy and pool snapshots): "
+        "mean score difference, share of rounds won; snapshots in the pool",
+    ),
+    Metric(
+        (
+            "time/update_s",
+            "loss/policy",
+            "loss/entropy",
+            "ppo/approx_kl",
+            "ppo/clip_fraction",
+            "ppo/explained_variance",
+        ),
+        "`PPO`",
+        "the update epochs: seconds; mean clipped surrogate (negated), policy entropy, KL "
+        "estimate to the rollout's policy, share of clipped rows; how much of the returns' "
+        "variance the value network explains",
+    ),
+    Metric(
+        ("loss/bc", "bc/accuracy"),
+        "`PPO` (`bc_teacher`, first `bc_iterations`)",
+        "behaviour cloning: cross-entropy to the teacher's moves, share of moves it would pick",
+    ),
+    Metric(
+        (
+            "time/iteration_s",
+            "time/elapsed_s",
+            "time/<phase>_share",
+            "time/other_share",
+            "time/eval_s",
+        ),
         "`PhaseTimer`",
-        "the whole iteration and each phase's share of it",
+        "the whole iteration, the run's clock at its end, and each phase's share of it",
     ),
     Metric(
         (

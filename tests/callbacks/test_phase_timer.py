@@ -1,10 +1,20 @@
 import math
+from types import SimpleNamespace
 
 import pytest
 from tiny_runs import DESIGN_METRICS, fit, read_csv_metrics
 
 from lostcities_cfr.callbacks import PeriodicEvaluation, PhaseTimer
-from lostcities_cfr.callbacks.phase_timer import PHASES, peak_memory_bytes, resident_memory_bytes
+from lostcities_cfr.callbacks.phase_timer import peak_memory_bytes, resident_memory_bytes
+
+DEEP_CFR_PHASES = (
+    "traversal",
+    "policy_network",
+    "memory_add",
+    "advantage_train",
+    "strategy_train",
+    "eval",
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +55,8 @@ def test_iteration_time_includes_evaluation_and_phases(timed_run):
 def test_shares_are_seconds_over_the_iteration_and_add_up_to_one(timed_run):
     _, _, rows = timed_run
     for row in rows:
-        for phase in PHASES:
+        assert "time/rollout_share" not in row  # a phase the model does not time: no share
+        for phase in DEEP_CFR_PHASES:
             share = row[f"time/{phase}_share"]
             # a phase the run does not have (value training without a value network) is 0
             assert share == pytest.approx(
@@ -56,6 +67,36 @@ def test_shares_are_seconds_over_the_iteration_and_add_up_to_one(timed_run):
             for p in ("traversal", "advantage_train", "strategy_train", "eval")
         )
         assert disjoint + row["time/other_share"] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_elapsed_time_is_the_runs_clock_at_each_iterations_end(timed_run):
+    _, _, rows = timed_run
+    elapsed = [row["time/elapsed_s"] for row in rows]
+    so_far = 0.0
+    for row, clock in zip(rows, elapsed, strict=True):
+        so_far += row["time/iteration_s"]
+        # iterations follow each other with little in between
+        assert so_far <= clock < so_far + 1.0
+
+
+def test_a_resumed_timer_continues_the_clock_of_its_checkpoint():
+    class Module:  # what the timer reads of a model
+        iteration = 3
+
+        def __init__(self):
+            self.iteration_metrics, self.logged = {}, {}
+
+        def log(self, name, value, **kwargs):
+            self.logged[name] = value
+
+    trainer, module = SimpleNamespace(callbacks=[]), Module()
+    timer = PhaseTimer(memory=False, buffers=False)
+    timer.load_state_dict({"elapsed_s": 100.0})  # the checkpoint's clock
+    timer.on_train_start(trainer, module)
+    timer.on_train_epoch_start(trainer, module)
+    timer.on_train_epoch_end(trainer, module)
+    assert 100.0 <= module.logged["time/elapsed_s"] < 101.0
+    assert timer.state_dict() == {"elapsed_s": module.logged["time/elapsed_s"]}
 
 
 def test_buffer_fill_is_rows_over_capacity(timed_run):

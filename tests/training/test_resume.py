@@ -47,8 +47,8 @@ def test_a_resume_honours_evaluation_and_learning_rate_overrides_and_records_the
     learning_rates = [g["lr"] for o in cli.trainer.optimizers for g in o.param_groups]
     assert learning_rates == [0.01] * 3  # not the restored optimizers' 0.001
     saved = yaml.safe_load((Path(cli.trainer.log_dir) / "config.yaml").read_text())
-    assert saved["model"]["eval_opponent"] == "discard-only"
-    assert saved["model"]["learning_rate"] == 0.01
+    assert saved["model"]["init_args"]["eval_opponent"] == "discard-only"
+    assert saved["model"]["init_args"]["learning_rate"] == 0.01
     assert saved["ckpt_path"] == str(checkpoint)
     assert last_checkpoint(tmp_path / "run")["hyper_parameters"]["learning_rate"] == 0.01
 

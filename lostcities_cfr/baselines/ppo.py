@@ -1,0 +1,609 @@
+"""PPO by self-play against a pool of past policies: the baseline Deep CFR results stand beside.
+
+Proximal Policy Optimization (Schulman, Wolski, Dhariwal, Radford & Klimov, "Proximal Policy
+Optimization Algorithms", 2017) with generalized advantage estimation (Schulman, Moritz,
+Levine, Jordan & Abbeel, "High-Dimensional Continuous Control Using Generalized Advantage
+Estimation", ICLR 2016), as CleanRL's ``ppo.py`` writes it (Huang et al., "The 37
+Implementation Details of Proximal Policy Optimization", 2022): the clipped surrogate
+objective, a value loss, an entropy bonus, advantages normalised per minibatch, one Adam
+over both networks, gradient-norm clipping.
+
+**Self-play against a pool.** The learner plays ``games_per_rollout`` rounds, half of them
+from each seat, split into ``opponent_groups`` groups: a ``latest_share`` of the groups play
+the current policy itself, the others each a snapshot drawn from a pool of the learner's
+earlier policies (one taken every ``snapshot_every`` iterations, the latest ``pool_size``
+kept), as in Bansal et al., "Emergent Complexity via Multi-Agent Competition" (ICLR 2018),
+so that the learner does not forget how to beat what it used to be. The opponent is part of
+the environment: only the learner's decisions are rows, and its reward is the round's final
+score difference, over ``reward_scale``, plus ``win_bonus`` times its sign, at its last
+decision (gamma 1: a round is short and only its end counts).
+
+**One iteration is one Lightning epoch:**
+
+1. *rollout* (``on_train_epoch_start``): all games in lockstep on the batched engine
+   (:func:`~lostcities_cfr.arena.play_out`); at each step one forward per network through
+   the inference queue for every game where it is to move, actions sampled from the masked
+   softmax;
+2. *advantages*: the value network on every row, then GAE per game;
+3. *update* (the epoch's training steps): ``update_epochs`` passes over the rows in
+   ``minibatches`` shuffled minibatches, one Adam step each.
+
+**Behaviour cloning warm start.** With ``bc_teacher`` (any agent spec), the first
+``bc_iterations`` iterations are behaviour cloning instead
+(:mod:`lostcities_cfr.baselines.behaviour_cloning`): the teacher plays ``games_per_rollout``
+rounds against itself, and the same number of training steps fits the policy to its moves
+and the value network to its rounds' returns.
+
+The trained policy is :meth:`PPO.agent` (``"policy"``): the network's masked softmax,
+played by :class:`~lostcities_cfr.agents.NetworkAgent` like every network agent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from torch import nn
+
+from lostcities_cfr.agents import Agent, NetworkAgent, agent_from_spec
+from lostcities_cfr.arena import play_out
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
+from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
+from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions
+from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax, masked_softmax
+from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.game import GameBatch, Rules, feature_size
+from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.training import metrics
+from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
+
+LEARNER = "policy"  # the learner's name in the inference queue, and its policy's name
+
+
+# ---- the algorithm's pieces, each testable on its own ------------------------------------------
+def generalized_advantage_estimation(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminal: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> torch.Tensor:
+    """GAE(gamma, lambda) advantages [K, G] of G trajectories of up to K steps.
+
+    ``rewards`` and ``values`` [K, G] float: the reward after step k and the value
+    estimate at step k; ``terminal`` [K, G] bool: step k is its trajectory's last (no
+    value follows it). Entries after a trajectory's last step are ignored.
+    ``A_k = delta_k + gamma * lambda * A_{k+1}`` with
+    ``delta_k = r_k + gamma * V_{k+1} - V_k`` (``V_{k+1} = 0`` after the last step).
+    """
+    advantages = torch.zeros_like(values)
+    next_advantage = torch.zeros_like(values[0])
+    next_value = torch.zeros_like(values[0])
+    for k in reversed(range(values.shape[0])):
+        nonterminal = (~terminal[k]).to(values.dtype)
+        delta = rewards[k] + gamma * next_value * nonterminal - values[k]
+        next_advantage = delta + gamma * gae_lambda * nonterminal * next_advantage
+        advantages[k] = next_advantage
+        next_value = values[k]
+    return advantages
+
+
+@dataclass(frozen=True)
+class PPOLoss:
+    """The terms of :func:`ppo_loss` (``loss`` is what is minimised)."""
+
+    loss: torch.Tensor
+    policy: torch.Tensor  # the clipped surrogate, negated
+    value: torch.Tensor  # half the mean squared error of the value
+    entropy: torch.Tensor  # mean entropy of the masked softmax
+    approx_kl: torch.Tensor  # mean (ratio - 1) - log ratio (Schulman's k3 estimator)
+    clip_fraction: torch.Tensor  # share of rows with |ratio - 1| > clip
+
+
+def ppo_loss(
+    logits: torch.Tensor,
+    values: torch.Tensor,
+    legal: torch.Tensor,
+    actions: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    clip: float,
+    value_coef: float,
+    entropy_coef: float,
+) -> PPOLoss:
+    """PPO's loss on one minibatch of n rows.
+
+    ``logits`` [n, A] and ``legal`` [n, A] bool (the policy is their masked softmax),
+    ``values`` [n] the value network's outputs, ``actions`` [n] the actions taken and
+    ``old_log_probs`` [n] their log-probabilities when they were sampled, ``advantages``
+    [n] (normalised here to mean 0 and standard deviation 1), ``returns`` [n] the value
+    targets. ``loss = -min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)
+    + value_coef * (V - R)^2 / 2 - entropy_coef * entropy``, every term a mean.
+    """
+    log_probs = masked_log_softmax(logits, legal)  # [n, A]
+    new_log_probs = log_probs.gather(1, actions[:, None]).squeeze(1)
+    log_ratio = new_log_probs - old_log_probs
+    ratio = log_ratio.exp()
+    if advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    policy = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+    value = 0.5 * (values - returns).square().mean()
+    # illegal entries: probability 0 times a huge negative log, masked out to stay exact
+    entropy = -(log_probs.exp() * log_probs).masked_fill(~legal, 0.0).sum(1).mean()
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - log_ratio).mean()
+        clip_fraction = ((ratio - 1).abs() > clip).float().mean()
+    return PPOLoss(
+        loss=policy + value_coef * value - entropy_coef * entropy,
+        policy=policy,
+        value=value,
+        entropy=entropy,
+        approx_kl=approx_kl,
+        clip_fraction=clip_fraction,
+    )
+
+
+def self_play_rollout(
+    rules: Rules,
+    queue: InferenceQueue,
+    opponents: Sequence[str],
+    games: int,
+    seed: int,
+    generator: torch.Generator,
+    device: str | torch.device = "cpu",
+) -> tuple[Decisions, int]:
+    """The learner's decisions in ``games`` rounds against ``opponents``; and all decisions.
+
+    The learner is the queue's network ``"policy"``; ``opponents`` are queue names (the
+    learner's own name makes it play itself). Game g: the learner sits in seat ``g % 2``
+    and faces ``opponents[g // 2 % len(opponents)]``, so every opponent meets both seats.
+    Every player samples its masked softmax with ``generator``; deals come from ``seed``.
+    Returns the learner's rows (log-probabilities and final returns filled in) and the
+    number of decisions both sides took.
+    """
+    batch = GameBatch.new(rules, games, seed=seed, device=device)
+    recorder = DecisionRecorder()
+    decisions = 0
+
+    def decide(batch: GameBatch, step: int, rows: torch.Tensor) -> torch.Tensor:
+        nonlocal decisions
+        mover = (step >> 1) & 1
+        features, legal = batch.encode(), batch.legal_mask()  # [B, F], [B, A]
+        live = ~batch.done
+        learner = live & ((rows & 1) == mover)  # [B] bool
+        group = (rows >> 1) % len(opponents)
+        players: dict[str, torch.Tensor] = {LEARNER: learner}  # queue name -> [B] bool
+        for k, name in enumerate(opponents):
+            players[name] = players.get(name, torch.zeros_like(live)) | (
+                live & ~learner & (group == k)
+            )
+        index = {name: mask.nonzero().squeeze(1) for name, mask in players.items()}
+        tickets = {name: queue.submit(name, features[i], legal[i]) for name, i in index.items()}
+        probs = torch.zeros(legal.shape, device=legal.device)  # [B, A]
+        for name, ticket in tickets.items():
+            probs[index[name]] = ticket.result()
+        probs[:, 0].masked_fill_(~live, 1.0)  # finished games: any action, ignored
+        actions = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # [B]
+        i = learner.nonzero().squeeze(1)  # not index[LEARNER]: the learner may be an opponent
+        log_probs = probs[i].gather(1, actions[i, None]).squeeze(1).log()
+        recorder.add(rows[i], step, mover, features[i], legal[i], actions[i], log_probs)
+        decisions += int(live.sum())
+        return actions
+
+    finals = play_out(batch, decide, check=False)
+    return recorder.rows(finals), decisions
+
+
+def decision_index(step: torch.Tensor) -> torch.Tensor:
+    """A player's k-th own decision of a round from the round's step: ``step // 4 * 2 + step % 2``.
+
+    A turn is two decisions of one player (card, then draw), so a player decides at
+    steps 4j and 4j + 1 (seat 0) or 4j + 2 and 4j + 3 (seat 1).
+    """
+    return step // 4 * 2 + step % 2
+
+
+# ---- the LightningModule ------------------------------------------------------------------------
+@dataclass
+class _Rows:
+    """One iteration's training rows (for BC, ``advantages`` stay unused)."""
+
+    features: torch.Tensor  # [N, F] float32
+    legal: torch.Tensor  # [N, A] bool
+    actions: torch.Tensor  # [N] int64
+    log_probs: torch.Tensor  # [N] float32, at sampling time
+    advantages: torch.Tensor  # [N] float32
+    returns: torch.Tensor  # [N] float32: value targets
+
+    def __len__(self) -> int:
+        return self.actions.shape[0]
+
+
+class PPO(pl.LightningModule):
+    """PPO with a self-play opponent pool and an optional behaviour-cloning warm start.
+
+    Args:
+        rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
+        network: a preset name (``512x3``, ``1024x6``) or a :class:`NetworkConfig`: the
+            shape of the policy network and of the value network (one output). 128x2 by
+            default: on one CPU thread, smaller networks see more games in the same time,
+            and beat 256x2 at equal time (``docs/baselines.md``).
+        games_per_rollout: rounds played per iteration (half from each seat).
+        update_epochs: passes over an iteration's rows.
+        minibatches: minibatches per pass (the rows of an iteration split evenly).
+        learning_rate: Adam's step size, both networks.
+        gamma: discount per decision (1: only the round's end counts).
+        gae_lambda: GAE's lambda.
+        clip: the clip range of the probability ratio.
+        value_coef: weight of the value loss.
+        entropy_coef: weight of the entropy bonus.
+        max_grad_norm: largest gradient norm per step; 0 turns clipping off.
+        reward_scale: the final score difference is divided by this.
+        win_bonus: plus this times the sign of the score difference (a win counts
+            beyond its margin).
+        opponent_groups: opponents per rollout (the games split evenly).
+        latest_share: share of the groups whose opponent is the current policy; the
+            others play snapshots drawn uniformly from the pool.
+        snapshot_every: add the policy to the pool every this many PPO iterations.
+        pool_size: snapshots kept (the latest).
+        bc_teacher: agent spec to clone first (``heuristic:balanced``); ``None``: none.
+        bc_iterations: iterations of behaviour cloning before PPO starts.
+        seed: seeds the deals, the players' sampling, the pool draws and the minibatches.
+            The CLI links it to ``seed_everything``.
+    """
+
+    policies = (LEARNER,)
+
+    @checked
+    def __init__(
+        self,
+        rules: str | Rules = "classic",
+        network: str | NetworkConfig = NetworkConfig(width=128, depth=2),  # noqa: B008 (frozen)
+        games_per_rollout: PositiveInt = 512,
+        update_epochs: PositiveInt = 2,
+        minibatches: PositiveInt = 8,
+        learning_rate: PositiveFloat = 1e-3,
+        gamma: ClosedUnitInterval = 1.0,
+        gae_lambda: ClosedUnitInterval = 0.95,
+        clip: PositiveFloat = 0.2,
+        value_coef: NonNegativeFloat = 0.5,
+        entropy_coef: NonNegativeFloat = 0.01,
+        max_grad_norm: NonNegativeFloat = 0.5,
+        reward_scale: PositiveFloat = 100.0,
+        win_bonus: NonNegativeFloat = 0.0,
+        opponent_groups: PositiveInt = 4,
+        latest_share: ClosedUnitInterval = 0.5,
+        snapshot_every: PositiveInt = 5,
+        pool_size: PositiveInt = 20,
+        bc_teacher: str | None = None,
+        bc_iterations: NonNegativeInt = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.automatic_optimization = False
+        if games_per_rollout < 2:
+            raise ConfigError(
+                f"PPO games_per_rollout={games_per_rollout}; expected at least 2 (a game from each seat)"
+            )
+        self.rules = _resolve_rules(rules)
+        self.network_config = _resolve_network(network)
+        self.teacher: Agent | None = None
+        if bc_teacher is not None:
+            try:
+                self.teacher = agent_from_spec(bc_teacher, seed=seed)
+            except AgentSpecError as error:
+                raise ConfigError(f"PPO bc_teacher: {error}") from None
+        elif bc_iterations:
+            raise ConfigError(
+                f"PPO bc_iterations={bc_iterations} needs a bc_teacher agent spec "
+                "(e.g. heuristic:balanced)"
+            )
+        F, A = feature_size(self.rules), self.rules.n_actions
+        self.policy_net = self.network_config.build(F, A)
+        self.value_net = self.network_config.build(F, 1)
+        # Snapshots of earlier policies (state dicts) and the networks that play them; the
+        # latter are not submodules, so checkpoints hold the pool once, as plain tensors.
+        self.pool: list[dict[str, torch.Tensor]] = []
+        self._opponent_nets: list[nn.Module] = []
+        self.queue = InferenceQueue(bucket_sizes=None)
+        self.queue.register(LEARNER, self.policy_net, masked_softmax)
+        self.rollout_generator = torch.Generator().manual_seed(seed)
+        self.batch_generator = torch.Generator().manual_seed(seed + 1)
+        self._resume_state: dict[str, Any] | None = None
+        self.iteration_metrics: dict[str, float] = {}
+        self._rows: _Rows | None = None
+        self._order = torch.empty(0, dtype=torch.int64)
+
+    @property
+    def iteration(self) -> int:
+        """The iteration running (1-based): the Lightning epoch plus one."""
+        return self.current_epoch + 1
+
+    @property
+    def cloning(self) -> bool:
+        """Whether this iteration is behaviour cloning rather than PPO."""
+        return self.iteration <= self.hparams.bc_iterations
+
+    def agent(
+        self, policy: str | None = None, greedy: bool = False, seed: int | None = None
+    ) -> Agent:
+        """A batched agent playing the policy network's masked softmax (``None``: the same)."""
+        policy = LEARNER if policy is None else policy
+        if policy != LEARNER:
+            raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
+        return NetworkAgent(self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=policy)
+
+    # ---- Lightning: setup ---------------------------------------------------------------------
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        parameters = [*self.policy_net.parameters(), *self.value_net.parameters()]
+        return torch.optim.Adam(parameters, lr=self.hparams.learning_rate, eps=1e-5)
+
+    def train_dataloader(self) -> range:
+        # Step indices only: each step takes its minibatch from the iteration's rows.
+        return range(self.hparams.update_epochs * self.hparams.minibatches)
+
+    def setup(self, stage: str) -> None:
+        # On the training device (a CUDA rollout samples with a CUDA generator).
+        seed = self.hparams.seed
+        self.rollout_generator = torch.Generator(self.device).manual_seed(seed)
+        self.batch_generator = torch.Generator(self.device).manual_seed(seed + 1)
+
+    def on_train_start(self) -> None:
+        if self._resume_state is not None:
+            self.pool = self._resume_state["pool"]
+            self.rollout_generator.set_state(self._resume_state["rollout_generator"])
+            self.batch_generator.set_state(self._resume_state["batch_generator"])
+            self._resume_state = None
+
+    # ---- Lightning: one iteration -------------------------------------------------------------
+    def on_train_epoch_start(self) -> None:
+        start = time.perf_counter()
+        self.queue.reset_stats()
+        with torch.no_grad():
+            self._rows = self.clone_teacher() if self.cloning else self.rollout()
+        self.iteration_metrics[metrics.phase_seconds("rollout")] = time.perf_counter() - start
+        self.iteration_metrics[metrics.phase_seconds("policy_network")] = (
+            self.queue.stats().policy_network_seconds
+        )
+        self.iteration_metrics[metrics.phase_seconds("update")] = 0.0
+        self._sums: dict[str, float] = {}
+
+    def clone_teacher(self) -> _Rows:
+        """Play the teacher against itself; its moves and returns as training rows."""
+        start = time.perf_counter()
+        rows = teacher_games(
+            self.rules, self.teacher, self.hparams.games_per_rollout, self._deal_seed(), self.device
+        )
+        seconds = time.perf_counter() - start
+        self.iteration_metrics = {
+            "rollout/games": float(self.hparams.games_per_rollout),
+            "rollout/decisions": float(len(rows)),
+            "rollout/decisions_per_s": len(rows) / seconds,
+            "rollout/game_length": len(rows) / self.hparams.games_per_rollout / 2,
+        }
+        zeros = torch.zeros_like(rows.returns)
+        return _Rows(
+            rows.features, rows.legal, rows.actions, zeros, zeros, self.reward(rows.returns)
+        )
+
+    def rollout(self) -> _Rows:
+        """Play the learner against its opponents; its rows with GAE advantages."""
+        if not self.pool:
+            self.pool.append(self._snapshot())
+        start = time.perf_counter()
+        decisions, n_decisions = self_play_rollout(
+            self.rules,
+            self.queue,
+            self._draw_opponents(),
+            self.hparams.games_per_rollout,
+            self._deal_seed(),
+            self.rollout_generator,
+            self.device,
+        )
+        seconds = time.perf_counter() - start
+        values = torch.cat([self.value_net(f).squeeze(1) for f in decisions.features.split(8192)])
+        advantages, returns = self.advantages(decisions, values)
+        games = self.hparams.games_per_rollout
+        # every game's final return, once (each game's learner rows share it)
+        final = torch.zeros(games, device=self.device).index_put_(
+            (decisions.game,), decisions.returns
+        )
+        self.iteration_metrics = {
+            "rollout/games": float(games),
+            "rollout/decisions": float(n_decisions),
+            "rollout/learner_decisions": float(len(decisions)),
+            "rollout/decisions_per_s": n_decisions / seconds,
+            "rollout/game_length": n_decisions / games / 2,
+            "rollout/score_diff": float(final.mean()),
+            "rollout/win_rate": float((final > 0).float().mean()),
+            "ppo/explained_variance": _explained_variance(values, returns),
+            "ppo/pool_size": float(len(self.pool)),
+        }
+        return _Rows(
+            decisions.features,
+            decisions.legal,
+            decisions.actions,
+            decisions.log_probs,
+            advantages,
+            returns,
+        )
+
+    def reward(self, score_diff: torch.Tensor) -> torch.Tensor:
+        """The reward of a round's final score difference (``reward_scale``, ``win_bonus``)."""
+        return score_diff / self.hparams.reward_scale + self.hparams.win_bonus * score_diff.sign()
+
+    def advantages(
+        self, decisions: Decisions, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE advantages and value targets [N] of the learner's rows, game by game.
+
+        The rows go into [K, G] tables (a game's k-th decision of the learner) for
+        :func:`generalized_advantage_estimation`; the reward comes at each game's last row.
+        """
+        k, game = decision_index(decisions.step), decisions.game
+        K, G = int(k.max()) + 1, self.hparams.games_per_rollout
+        last = torch.zeros(G, dtype=torch.int64, device=k.device).scatter_reduce_(
+            0, game, k, "amax"
+        )
+        table = torch.zeros(K, G, device=values.device)
+        table_values = table.index_put((k, game), values)
+        is_last = k == last[game]
+        rewards = table.index_put(
+            (k[is_last], game[is_last]), self.reward(decisions.returns[is_last])
+        )
+        terminal = torch.zeros(K, G, dtype=torch.bool, device=k.device)
+        terminal[last, torch.arange(G, device=k.device)] = True
+        advantages = generalized_advantage_estimation(
+            rewards, table_values, terminal, self.hparams.gamma, self.hparams.gae_lambda
+        )[k, game]
+        return advantages, advantages + values
+
+    def training_step(self, step: int, batch_idx: int) -> None:
+        start = time.perf_counter()
+        minibatches = self.hparams.minibatches
+        if batch_idx % minibatches == 0:  # a new pass: a new order
+            self._order = torch.randperm(
+                len(self._rows), generator=self.batch_generator, device=self.device
+            )
+        index = self._order.tensor_split(minibatches)[batch_idx % minibatches]
+        rows = self._rows
+        features, legal, actions = rows.features[index], rows.legal[index], rows.actions[index]
+        logits = self.policy_net(features)
+        values = self.value_net(features).squeeze(1)
+        if self.cloning:
+            policy_loss = behaviour_cloning_loss(logits, legal, actions)
+            value_loss = 0.5 * (values - rows.returns[index]).square().mean()
+            loss = policy_loss + self.hparams.value_coef * value_loss
+            stats = {
+                metrics.loss("bc"): policy_loss,
+                metrics.loss("value"): value_loss,
+                "bc/accuracy": (logits.masked_fill(~legal, -torch.inf).argmax(1) == actions)
+                .float()
+                .mean(),
+            }
+        else:
+            terms = ppo_loss(
+                logits,
+                values,
+                legal,
+                actions,
+                rows.log_probs[index],
+                rows.advantages[index],
+                rows.returns[index],
+                self.hparams.clip,
+                self.hparams.value_coef,
+                self.hparams.entropy_coef,
+            )
+            loss = terms.loss
+            stats = {
+                metrics.loss("policy"): terms.policy,
+                metrics.loss("value"): terms.value,
+                metrics.loss("entropy"): terms.entropy,
+                "ppo/approx_kl": terms.approx_kl,
+                "ppo/clip_fraction": terms.clip_fraction,
+            }
+        optimizer = self.optimizers()
+        optimizer.zero_grad()
+        self.manual_backward(loss)
+        if self.hparams.max_grad_norm > 0:
+            self.clip_gradients(optimizer, gradient_clip_val=self.hparams.max_grad_norm)
+        optimizer.step()
+        # Means over the iteration's steps, kept current: callbacks read them in
+        # on_train_epoch_end, which Lightning calls before the module's own hook.
+        steps = batch_idx + 1
+        for name, value in stats.items():
+            self._sums[name] = self._sums.get(name, 0.0) + value.item()
+            self.iteration_metrics[name] = self._sums[name] / steps
+        self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
+
+    def on_train_epoch_end(self) -> None:
+        if not self.cloning and self.iteration % self.hparams.snapshot_every == 0:
+            self.pool = [*self.pool, self._snapshot()][-self.hparams.pool_size :]
+        self._rows = None
+        self.log(metrics.ITERATION, float(self.iteration))
+        self.log_dict(self.iteration_metrics)
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def _deal_seed(self) -> int:
+        return int(torch.randint(2**62, (), generator=self.rollout_generator, device=self.device))
+
+    def _snapshot(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().clone() for k, v in self.policy_net.state_dict().items()}
+
+    def _draw_opponents(self) -> list[str]:
+        """Queue names of this rollout's opponents; pool snapshots loaded into their networks."""
+        groups = self.hparams.opponent_groups
+        n_latest = round(self.hparams.latest_share * groups)
+        draws = torch.randint(
+            len(self.pool),
+            (groups - n_latest,),
+            generator=self.rollout_generator,
+            device=self.device,
+        ).tolist()
+        F, A = feature_size(self.rules), self.rules.n_actions
+        names = [LEARNER] * n_latest
+        for j, draw in enumerate(draws):
+            if j == len(self._opponent_nets):
+                net = self.network_config.build(F, A).to(self.device).requires_grad_(False)
+                self._opponent_nets.append(net)
+                self.queue.register(f"opponent_{j}", net, masked_softmax)
+            self._opponent_nets[j].load_state_dict(self.pool[draw])
+            names.append(f"opponent_{j}")
+        return names
+
+    # ---- checkpoints ---------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Plain data only, so that the file loads with torch.load(weights_only=True); the
+        # class is named for the checkpoint loader's allow-list.
+        checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
+        checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
+        checkpoint["ppo"] = {
+            "pool": self.pool,
+            "rollout_generator": self.rollout_generator.get_state(),
+            "batch_generator": self.batch_generator.get_state(),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Applied in on_train_start, once setup has made the generators on the device.
+        self._resume_state = checkpoint.get("ppo")
+
+
+def _explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """1 - Var(target - predicted) / Var(target): 1 for a perfect critic, 0 for a constant."""
+    variance = float(target.var())
+    return float("nan") if variance == 0 else 1.0 - float((target - predicted).var()) / variance
+
+
+def _resolve_rules(rules: str | Rules) -> Rules:
+    if isinstance(rules, Rules):
+        return rules
+    if isinstance(rules, dict):  # as saved in a checkpoint's hyperparameters
+        return Rules(**rules)
+    try:
+        return Rules.preset(rules)
+    except ConfigError as error:
+        raise ConfigError(f"PPO rules: {error} or a Rules mapping of its fields") from None
+
+
+def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
+    if isinstance(network, NetworkConfig):
+        return network
+    if isinstance(network, dict):
+        return NetworkConfig(**network)
+    try:
+        return NetworkConfig.preset(network)
+    except ConfigError as error:
+        raise ConfigError(f"PPO network: {error}") from None
