@@ -116,7 +116,12 @@ def plot(points: list[Point], out: Path) -> None:
         ax.set_title(f"vs {opponent}")
         ax.set_xlabel("training wall-clock (minutes)")
     axes[0, 0].set_ylabel("win rate (95% interval)")
-    axes[0, -1].legend(fontsize="small", loc="lower right")
+    # One legend for every line: a run need not have played every opponent.
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    axes[0, -1].legend(handles.values(), handles.keys(), fontsize="small", loc="lower right")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

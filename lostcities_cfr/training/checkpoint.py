@@ -51,6 +51,10 @@ from lostcities_cfr.game import Rules
 
 BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
+# Checkpoint entries only a resumed fit uses: Lightning's and the models' training state.
+RESUME_ONLY = frozenset(
+    {"optimizer_states", "lr_schedulers", "loops", "callbacks", "deep_cfr", "ppo"}
+)
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these
 # or be allowed (allow_class_path, CLASS_PATHS_VARIABLE).
@@ -297,6 +301,10 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
         raise CheckpointError(
             f"checkpoint {path} plays {describe_rules(own_rules)}; expected {describe_rules(rules)}"
         )
+    # What a model plays may live beside its state dict (DeepCFR's stored iterations, the
+    # sdcfr policy): its own hook restores it, as Lightning's loading does. The state only
+    # a resume needs (optimizers, reservoirs) stays out, so an agent does not hold it.
+    model.on_load_checkpoint({k: v for k, v in checkpoint.items() if k not in RESUME_ONLY})
     try:
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:

@@ -3,7 +3,6 @@ marked, and no figure where nothing was measured."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -114,13 +113,9 @@ def test_forward_benchmark_times_both_presets_eager_and_compiled(figures):
 
 
 @pytest.fixture
-def calculus(monkeypatch):
+def calculus(load_script):
     """The script as a module."""
-    spec = importlib.util.spec_from_file_location("calculus", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "calculus", module)  # dataclasses look it up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("calculus")
 
 
 def test_a_compiler_that_fails_marks_its_row_failed_and_the_run_goes_on(calculus):

@@ -4,14 +4,11 @@ run's versions merged, a table and a PNG."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "strength_curves.py"
 COLUMNS = [
     "iteration",
     "time/elapsed_s",
@@ -22,12 +19,9 @@ COLUMNS = [
 
 
 @pytest.fixture
-def strength_curves(monkeypatch):
-    spec = importlib.util.spec_from_file_location("strength_curves", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "strength_curves", module)  # dataclasses look it up there
-    spec.loader.exec_module(module)
-    return module
+def strength_curves(load_script):
+    """The script as a module."""
+    return load_script("strength_curves")
 
 
 def write_version(run_dir: Path, version: int, rows: list[list[object]]) -> None:

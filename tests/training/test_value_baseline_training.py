@@ -15,8 +15,10 @@ from lostcities_cfr.cfr.baseline_outcome_sampling import BaselineOutcomeSampling
 from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import history_feature_size
 from lostcities_cfr.training.agents import SnapshotAgent
+from lostcities_cfr.training.checkpoint import load_agent, load_model
 
 
 def escher_model(**overrides: object):
@@ -127,6 +129,17 @@ def test_snapshots_store_every_iteration_and_sdcfr_plays_them():
             assert torch.equal(a, b)
     result = evaluate(agent, agent_from_spec("random", seed=1), 40, rules=model.rules)
     assert result.games == 40
+
+
+def test_a_checkpoint_keeps_the_stored_iterations_and_plays_sdcfr(tmp_path):
+    model = tiny_model(final_eval_games=0, snapshots=True)
+    trainer = fit(model, max_epochs=2)
+    path = tmp_path / "run.ckpt"
+    trainer.save_checkpoint(path)
+    loaded = load_agent(path, policy="sdcfr", greedy=True)
+    games = GameBatch.new(model.rules, 64, seed=0)
+    assert torch.equal(loaded.act(games), model.agent("sdcfr", greedy=True).act(games))
+    assert load_model(path)._resume_state is None  # the reservoirs stay in the file
 
 
 def test_the_deployed_policy_is_what_agent_plays_by_default():
