@@ -217,3 +217,50 @@ def test_rows_of_the_wrong_width_are_refused():
         ReservoirBuffer(10, F, A).add(
             torch.zeros(2, F + 1), torch.zeros(2, A, dtype=torch.bool), torch.zeros(2, A), 0
         )
+
+
+def held_rows(buffer: ReservoirBuffer) -> set[int]:
+    """The row numbers (see ``rows``) a buffer holds, read from its exact int iterations."""
+    return set(buffer.iteration[: len(buffer)].tolist())
+
+
+def assert_whole_rows(buffer: ReservoirBuffer, offered: dict[str, torch.Tensor]) -> None:
+    """Each slot holds one offered row whole (as stored: float16 features and targets)."""
+    n, ids = len(buffer), buffer.iteration[: len(buffer)].long()
+    assert torch.equal(buffer.features[:n], offered["features"][ids].half())
+    assert torch.equal(buffer.legal[:n], offered["legal"][ids])
+    assert torch.equal(buffer.targets[:n], offered["targets"][ids].half())
+
+
+def test_a_fifo_buffer_keeps_the_newest_rows_whole():
+    buffer = ReservoirBuffer(5, F, A, fifo=True)
+    buffer.add(**rows(0, 4))
+    buffer.add(**rows(4, 12))
+    assert held_rows(buffer) == set(range(7, 12))
+    assert_whole_rows(buffer, rows(0, 12))
+
+
+def test_held_out_rows_go_to_the_sub_buffer_only_whole_and_at_the_holdout_rate():
+    buffer = ReservoirBuffer(100_000, F, A, holdout=0.25, seed=3)
+    offered = rows(0, 4000)
+    buffer.add(**offered)
+    held_out = buffer.held_out
+    assert held_out is not None and held_out.capacity == 25_000
+    # every row lands in exactly one of the two buffers, none in both
+    main, held = held_rows(buffer), held_rows(held_out)
+    assert main.isdisjoint(held) and main | held == set(range(4000))
+    assert abs(len(held) / 4000 - 0.25) < 0.03  # binomial: sd 0.007
+    assert_whole_rows(buffer, offered)
+    assert_whole_rows(held_out, offered)
+
+
+def test_a_holdout_leaves_the_main_buffers_draws_as_they_were():
+    # Which rows are held out is drawn from the sub-buffer's generator, so the main buffer
+    # keeps what a buffer without holdout keeps of the rows left to it.
+    with_holdout = ReservoirBuffer(50, F, A, holdout=0.3, seed=5)
+    draws = torch.Generator().set_state(with_holdout.held_out.generator.get_state())
+    with_holdout.add(**rows(0, 400))
+    kept = torch.rand(400, generator=draws) >= 0.3  # [400] the rows not held out
+    plain = ReservoirBuffer(50, F, A, seed=5)
+    plain.add(**{k: v[kept] for k, v in rows(0, 400).items()})
+    assert held_rows(with_holdout) == held_rows(plain)
