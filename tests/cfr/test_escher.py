@@ -157,3 +157,22 @@ def test_without_a_value_buffer_the_sampler_says_what_it_needs():
     ctx.value_buffer = None
     with pytest.raises(ConfigError, match="value network"):
         ESCHERSampling().traverse_games(repeated(ROOT, 2), ctx)
+
+
+def test_the_same_seed_walks_the_same_trajectories_and_writes_the_same_rows():
+    # Every draw (the on-policy switch, the sampling policy, the opponent's moves) comes from
+    # the context's generator, not torch's global one: a seeded traversal replays exactly.
+    def rows_written(seed: int, global_seed: int) -> list[torch.Tensor]:
+        ctx = escher_context(sampler_seed=seed)
+        torch.manual_seed(global_seed)
+        ESCHERSampling(walkers=16, switch_range=4).traverse_games(repeated(ROOT, 16), ctx)
+        buffers = [ctx.advantage_buffer, ctx.strategy_buffer, ctx.value_buffer]
+        return [b.targets[: len(b)].clone() for b in buffers] + [
+            b.features[: len(b)].clone() for b in buffers
+        ]
+
+    first, again, other = rows_written(1, 10), rows_written(1, 11), rows_written(2, 10)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, other, strict=True)
+    )
