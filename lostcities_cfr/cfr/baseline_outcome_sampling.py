@@ -105,10 +105,7 @@ class BaselineOutcomeSampling(ValueBaselineSampler):
             if len(theirs):
                 context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
 
-            probs = sigma  # [b, A]: sigma, or the sampling policy at the traverser's rows
-            if len(mine):
-                probs = sigma.clone()
-                probs[mine] = self.sampling_policy(games, mine, sigma[mine], legal[mine])
+            probs = self.playing_policy(games, mine, sigma, legal)  # [b, A]
             actions = sample_actions(probs, generator)  # [b]; finished rows ignore theirs
             rows = alive.nonzero().squeeze(1)
             is_mine = mover[rows] == traverser
@@ -150,10 +147,7 @@ class BaselineOutcomeSampling(ValueBaselineSampler):
                 context.add_advantage_rows(step.features, step.legal, regrets * step.legal)
                 ratio = sigma.gather(1, taken).squeeze(1) / step.mu_taken
                 value[w] = (sigma * baseline).sum(1) + ratio.clamp(max=clip) * residual
-            targets = (step.side * value[step.walker])[:, None]  # [r, 1] for the mover
-            context.add_value_rows(
-                step.history, torch.ones_like(targets, dtype=torch.bool), targets
-            )
+            context.add_value_rows(step.history, step.side * value[step.walker])  # the mover's
 
 
 @dataclass

@@ -158,13 +158,8 @@ class ESCHERSampling(ValueBaselineSampler):
             if len(theirs):
                 context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
 
-            probs = sigma  # [b, A]: sigma, or the sampling policy where the traverser explores
             explorers = (mine & (turn <= switch)).nonzero().squeeze(1)
-            if len(explorers):
-                probs = sigma.clone()
-                probs[explorers] = self.sampling_policy(
-                    games, explorers, sigma[explorers], legal[explorers]
-                )
+            probs = self.playing_policy(games, explorers, sigma, legal)  # [b, A]
             actions = sample_actions(probs, generator)  # [b]; finished rows ignore theirs
             games.step(actions, check=False)
             ended = (games.done & alive).nonzero().squeeze(1)
@@ -192,5 +187,4 @@ class ESCHERSampling(ValueBaselineSampler):
             bootstrapped = (1 - lam) * later_value[rows] + lam * later_return[rows]
             target = torch.where(seen[rows], bootstrapped, outcome[rows])  # [n] for player 0
             later_return[rows], later_value[rows], seen[rows] = target, value, True
-            returns = (to_player0 * target)[:, None]  # [n, 1] the mover's return
-            context.add_value_rows(history, torch.ones_like(returns, dtype=torch.bool), returns)
+            context.add_value_rows(history, to_player0 * target)  # the mover's return

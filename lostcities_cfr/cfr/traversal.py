@@ -213,12 +213,11 @@ class TraversalContext:
         self._add(self.strategy_buffer, features, legal, strategies)
         self.stats.strategy_rows += len(features)
 
-    def add_value_rows(
-        self, history: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
-    ) -> None:
-        """Value targets [n, A] at the actions taken (``actions`` [n, A] bool, one per row)
-        of history rows [n, H], for the history value network."""
-        self._add(self.value_buffer, history, actions, targets)
+    def add_value_rows(self, history: torch.Tensor, values: torch.Tensor) -> None:
+        """Value targets [n] (each state's return for its player to move) of history rows
+        [n, H], for the history value network (one output, so its mask is all true)."""
+        targets = values[:, None]  # [n, 1]
+        self._add(self.value_buffer, history, torch.ones_like(targets, dtype=torch.bool), targets)
         self.stats.value_rows += len(history)
 
     def _add(

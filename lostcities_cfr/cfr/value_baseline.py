@@ -110,6 +110,17 @@ class ValueBaselineSampler(Sampler):
             mu[torch.arange(len(rows), device=mu.device), guided] += self.guide_weight
         return mu * legal
 
+    def playing_policy(
+        self, games: GameBatch, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
+    ) -> torch.Tensor:
+        """What every walker plays [b, A]: ``sigma`` [b, A], with the sampling policy at the
+        traverser's ``rows`` [n] that explore."""
+        if not len(rows):
+            return sigma
+        probs = sigma.clone()
+        probs[rows] = self.sampling_policy(games, rows, sigma[rows], legal[rows])
+        return probs
+
     def cut(self, turn: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
         """[b] bool: the live trajectories past ``max_decisions``."""
         if self.max_decisions is None:
