@@ -312,8 +312,8 @@ class PPO(pl.LightningModule):
                 "(e.g. heuristic:balanced)"
             )
         F, A = feature_size(self.rules), self.rules.n_actions
-        self.policy_net = self.network_config.build(F, A)
-        self.value_net = self.network_config.build(F, 1)
+        self.policy_net = self.network_config.build(F, A, self.rules)
+        self.value_net = self.network_config.build(F, 1, self.rules)
         # Snapshots of earlier policies (state dicts) and the networks that play them; the
         # latter are not submodules, so checkpoints hold the pool once, as plain tensors.
         self.pool: list[dict[str, torch.Tensor]] = []
@@ -557,7 +557,7 @@ class PPO(pl.LightningModule):
         names = [LEARNER] * n_latest
         for j, draw in enumerate(draws):
             if j == len(self._opponent_nets):
-                net = self.network_config.build(F, A).to(self.device).requires_grad_(False)
+                net = self.network_config.build(F, A, self.rules).to(self.device).requires_grad_(False)
                 self._opponent_nets.append(net)
                 self.queue.register(f"opponent_{j}", net, masked_softmax)
             self._opponent_nets[j].load_state_dict(self.pool[draw])
