@@ -241,7 +241,9 @@ class _CountingValue(torch.nn.Module):
         return self.net(history)
 
 
-@pytest.mark.parametrize(("td_lambda", "max_decisions"), [(1.0, None), (1.0, ROOT.turn + 2), (0.5, None)])
+@pytest.mark.parametrize(
+    ("td_lambda", "max_decisions"), [(1.0, None), (1.0, ROOT.turn + 2), (0.5, None)]
+)
 def test_the_value_network_is_asked_only_where_a_target_reads_it(td_lambda, max_decisions):
     # Switching at the root writes no advantage rows, so no children are valued: V is read
     # at cut states, and with td_lambda < 1 at every on-policy state (the bootstrap).

@@ -3,8 +3,10 @@ import torch
 from torch import nn
 
 from lostcities_cfr.cfr import NetworkConfig, PolicyMLP, masked_softmax
+from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
+from lostcities_cfr.game.encoding import history_feature_size
 
 CLASSIC = Rules.classic()
 F, A = feature_size(CLASSIC), CLASSIC.n_actions
@@ -116,3 +118,35 @@ def test_masked_softmax_of_a_row_without_legal_actions_is_all_zero():
     strategy = masked_softmax(torch.randn(2, 4), torch.tensor([[False] * 4, [True] * 4]))
     assert torch.equal(strategy[0], torch.zeros(4))
     torch.testing.assert_close(strategy[1].sum(), torch.tensor(1.0))
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_weights_start_at_the_documented_scales(residual):
+    # He initialisation (std sqrt(2 / fan_in)), residual branches after the first divided by
+    # sqrt(depth), zero biases, and an output layer of std 0.1 / sqrt(width).
+    torch.manual_seed(0)
+    width, depth = 256, 4
+    net = PolicyMLP(F, A, width=width, depth=depth, residual=residual)
+    for i, layer in enumerate(net.hidden):
+        linear = layer[0]
+        expected = (2 / linear.in_features) ** 0.5 * (depth**-0.5 if residual and i > 0 else 1)
+        assert float(linear.weight.std()) == pytest.approx(expected, rel=0.03)
+        assert not linear.bias.any()
+    assert float(net.head.weight.std()) == pytest.approx(0.1 / width**0.5, rel=0.03)
+    assert not net.head.bias.any()
+
+
+def test_colors_architecture_builds_a_colour_network_of_that_shape():
+    config = NetworkConfig(width=16, depth=3, architecture="colors")
+    rules = Rules.classic()
+    net = config.build(F, A, rules)
+    assert isinstance(net, ColorNet)
+    assert (net.encode_color.out_features, len(net.mix_self)) == (16, 2)
+    assert net(count_features(3)).shape == (3, A)
+    value = config.build(history_feature_size(rules), 1, rules)
+    assert value(torch.zeros(2, history_feature_size(rules))).shape == (2, 1)
+
+
+def test_colors_architecture_without_rules_is_refused():
+    with pytest.raises(ConfigError, match="architecture='colors' needs the rules"):
+        NetworkConfig(width=16, depth=2, architecture="colors").build(F, A)
