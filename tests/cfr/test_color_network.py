@@ -125,11 +125,11 @@ def test_weights_start_at_the_documented_scales_and_checkpoints_hold_only_weight
     width = 256
     net = ColorNet(RULES, feature_size(RULES), RULES.n_actions, width=width, depth=3)
     for layer in [net.encode_color, net.encode_shared, *net.mix_self, *net.mix_mean]:
-        assert float(layer.weight.std()) == pytest.approx((2 / layer.in_features) ** 0.5, rel=0.05)
+        assert layer.weight.std().item() == pytest.approx((2 / layer.in_features) ** 0.5, rel=0.05)
         assert not layer.bias.any()
     for head in [net.color_head, net.deck_head]:
-        assert float(head.weight.std()) == pytest.approx(0.1 / width**0.5, rel=0.1)
+        assert head.weight.std().item() == pytest.approx(0.1 / width**0.5, rel=0.1)
     assert set(net.state_dict()) == {name for name, _ in net.named_parameters()}
     value = ColorNet(RULES, feature_size(RULES), 1, width=width, depth=2)
     assert value.value_head.out_features == 1
-    assert float(value.value_head.weight.std()) == pytest.approx(0.1 / width**0.5, rel=0.15)
+    assert value.value_head.weight.std().item() == pytest.approx(0.1 / width**0.5, rel=0.15)
