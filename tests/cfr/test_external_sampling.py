@@ -90,11 +90,10 @@ def test_traverse_deals_games_and_its_rows_are_well_formed():
 def test_the_same_generator_seed_gives_the_same_rows():
     rows = []
     for global_seed in range(2):  # the context's generator decides, not torch's global one
-        torch.manual_seed(global_seed)
         advantage, strategy = buffers()
-        ExternalSampling(walkers=16).traverse(
-            context(make_queue(MIXED_HEADS), advantage, strategy, seed=7), 32
-        )
+        ctx = context(make_queue(MIXED_HEADS), advantage, strategy, seed=7)
+        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
+        ExternalSampling(walkers=16).traverse(ctx, 32)
         rows.append(held(advantage) + held(strategy))
     for a, b in zip(*rows, strict=True):
         assert torch.equal(a, b)

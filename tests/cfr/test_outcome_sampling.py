@@ -119,8 +119,11 @@ def test_a_lone_trajectory_writes_a_row_at_each_of_its_traverser_nodes():
 def test_the_context_generator_alone_decides_the_trajectories():
     rows = []
     for global_seed in range(2):
-        torch.manual_seed(global_seed)
-        _, advantage, strategy, _ = run(OutcomeSampling(), BRANCHING_ROOT, n=64)
+        queue = make_queue(MIXED_HEADS)
+        advantage, strategy = buffers()
+        ctx = context(queue, advantage, strategy, seed=3)
+        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
+        OutcomeSampling(walkers=64).traverse(ctx, 64)
         rows.append(held(advantage) + held(strategy))
     for a, b in zip(*rows, strict=True):
         assert torch.equal(a, b)
