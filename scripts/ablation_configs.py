@@ -1,8 +1,8 @@
 """The strength recipe with one ingredient off: configs for the ablation table.
 
 Reads ``configs/classic_strong.yaml`` and writes one config per variant to ``--out``
-(``<out>/<variant>.yaml``, each run saving under ``<out>/<variant>/``), all with the same
-``trainer.max_time`` of ``--minutes``:
+(``<out>/<variant>.yaml``, each run saving under ``<out>/<variant>/`` and its ``last.ckpt``
+after every iteration), all with the same ``trainer.max_time`` of ``--minutes``:
 
 - ``recipe``: the config as shipped;
 - ``budgeted``: Deep CFR's playout sampler (``BudgetedSampling``, as
@@ -85,6 +85,9 @@ def variant(recipe: dict, name: str, minutes: int, out: Path) -> dict:
     for callback in trainer["callbacks"]:
         if callback["class_path"].endswith("ModelCheckpoint"):
             callback["init_args"]["dirpath"] = f"{root}/checkpoints"
+    # last.ckpt after every iteration, so that it holds the one the budget ends on (the
+    # recipe writes it every 10th: its reservoirs are large after 90 minutes, not 25).
+    config["checkpoint"]["every_n_epochs"] = 1
     VARIANTS[name](config["model"])
     return config
 

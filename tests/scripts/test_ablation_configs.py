@@ -55,6 +55,7 @@ def test_each_variant_changes_only_its_ingredient_and_keeps_the_budget(written, 
     assert changes["linear"] == {"weight_exponent": 1.0}
     for name, config in written.items():
         assert config["trainer"]["max_time"] == "00:00:25:00"
+        assert config["checkpoint"]["every_n_epochs"] == 1  # last.ckpt: the final iteration
         assert config["trainer"]["default_root_dir"] == str(tmp_path / name)
 
 
