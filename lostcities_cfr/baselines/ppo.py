@@ -265,6 +265,8 @@ class PPO(pl.LightningModule):
     """
 
     policies = (LEARNER,)
+    # The checkpoint entry only a resumed fit uses (the pool, the generators).
+    training_state_key = "ppo"
 
     @checked
     def __init__(
@@ -312,8 +314,8 @@ class PPO(pl.LightningModule):
                 "(e.g. heuristic:balanced)"
             )
         F, A = feature_size(self.rules), self.rules.n_actions
-        self.policy_net = self.network_config.build(F, A)
-        self.value_net = self.network_config.build(F, 1)
+        self.policy_net = self.network_config.build(F, A, self.rules)
+        self.value_net = self.network_config.build(F, 1, self.rules)
         # Snapshots of earlier policies (state dicts) and the networks that play them; the
         # latter are not submodules, so checkpoints hold the pool once, as plain tensors.
         self.pool: list[dict[str, torch.Tensor]] = []
@@ -557,7 +559,11 @@ class PPO(pl.LightningModule):
         names = [LEARNER] * n_latest
         for j, draw in enumerate(draws):
             if j == len(self._opponent_nets):
-                net = self.network_config.build(F, A).to(self.device).requires_grad_(False)
+                net = (
+                    self.network_config.build(F, A, self.rules)
+                    .to(self.device)
+                    .requires_grad_(False)
+                )
                 self._opponent_nets.append(net)
                 self.queue.register(f"opponent_{j}", net, masked_softmax)
             self._opponent_nets[j].load_state_dict(self.pool[draw])
@@ -570,7 +576,7 @@ class PPO(pl.LightningModule):
         # class is named for the checkpoint loader's allow-list.
         checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
         checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
-        checkpoint["ppo"] = {
+        checkpoint[self.training_state_key] = {
             "pool": self.pool,
             "rollout_generator": self.rollout_generator.get_state(),
             "batch_generator": self.batch_generator.get_state(),
@@ -578,7 +584,7 @@ class PPO(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Applied in on_train_start, once setup has made the generators on the device.
-        self._resume_state = checkpoint.get("ppo")
+        self._resume_state = checkpoint.get(self.training_state_key)
 
 
 def _explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:

@@ -116,12 +116,18 @@ class ESCHERSampling(ValueBaselineSampler):
             turn, mover = games.turn, games.current_player  # [b] each
             to_player0 = 1.0 - 2.0 * mover.float()  # [b] +1 where player 0 moves
             cut = self.cut(turn, alive)
-            # V of the on-policy states (value rows, and their TD targets) and of the cut ones
-            # (their trajectory's return), in the same flush as the strategies.
+            # The on-policy states (value rows) and the cut ones; V is asked, in the same
+            # flush as the strategies, where a target uses it: at a cut (the trajectory's
+            # return) and, with td_lambda < 1, at every state (its bootstrap). With
+            # td_lambda = 1 the on-policy states' own values would go unread.
             valued = (alive & ((turn > switch) | cut)).nonzero().squeeze(1)
             if len(valued):
                 history = encode_history(games.select(valued))  # [v, H]
-                value_ticket = queue.submit(VALUE_NETWORK, history, value_mask(valued))
+                priced = cut[valued] if self.td_lambda == 1 else torch.ones_like(cut[valued])
+                if priced.any():
+                    value_ticket = queue.submit(
+                        VALUE_NETWORK, history[priced], value_mask(valued[priced])
+                    )
             mine = alive & ~cut & (mover == traverser)
             sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
             if len(sampled):
@@ -132,7 +138,9 @@ class ESCHERSampling(ValueBaselineSampler):
             context.stats.nodes += len(live)
 
             if len(valued):
-                value = to_player0[valued] * value_ticket.result()[:, 0].float()  # player 0's
+                value = torch.zeros(len(valued), device=device)  # [v] V for player 0
+                if priced.any():
+                    value[priced] = to_player0[valued[priced]] * value_ticket.result()[:, 0].float()
                 is_cut = cut[valued]
                 outcome[walker[valued[is_cut]]] = value[is_cut]
                 kept = ~is_cut

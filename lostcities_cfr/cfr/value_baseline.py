@@ -19,6 +19,13 @@ from collections.abc import Callable
 import torch
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arguments import (
+    ClosedUnitInterval,
+    LeftOpenUnitInterval,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.traversal import Sampler, TraversalContext
 from lostcities_cfr.errors import AgentSpecError, ConfigError
@@ -56,26 +63,22 @@ class ValueBaselineSampler(Sampler):
 
     value_network = VALUE_NETWORK
 
+    @checked
     def __init__(
         self,
-        walkers: int = 1024,
-        utility_scale: float = 100.0,
-        exploration: float = 0.2,
+        walkers: PositiveInt = 1024,
+        utility_scale: PositiveFloat = 100.0,
+        exploration: LeftOpenUnitInterval = 0.2,
         guide: str | None = "heuristic:balanced",
-        guide_weight: float = 0.4,
-        max_decisions: int | None = 300,
+        guide_weight: ClosedUnitInterval = 0.4,
+        max_decisions: PositiveInt | None = 300,
     ) -> None:
         super().__init__(walkers, utility_scale)
         name = type(self).__name__
-        if not 0 < exploration <= 1:
-            raise ConfigError(f"{name} exploration={exploration}; it must lie in (0, 1]")
-        if not 0 <= guide_weight <= 1 - exploration:
+        # Each field's own range is its annotation's (checked); these relate two fields.
+        if guide_weight > 1 - exploration:
             raise ConfigError(
                 f"{name} guide_weight={guide_weight}; it must lie in [0, 1 - exploration]"
-            )
-        if max_decisions is not None and max_decisions < 1:
-            raise ConfigError(
-                f"{name} max_decisions={max_decisions}; it must be at least 1, or None"
             )
         if guide is None and guide_weight > 0:
             raise ConfigError(f"{name} guide_weight > 0 needs a guide agent spec")

@@ -51,10 +51,9 @@ from lostcities_cfr.game import Rules
 
 BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
-# Checkpoint entries only a resumed fit uses: Lightning's and the models' training state.
-RESUME_ONLY = frozenset(
-    {"optimizer_states", "lr_schedulers", "loops", "callbacks", "deep_cfr", "ppo"}
-)
+# Checkpoint entries only a resumed fit uses: Lightning's, and the one a model class names
+# in its ``training_state_key`` (its reservoirs, pool, generators...).
+RESUME_ONLY = frozenset({"optimizer_states", "lr_schedulers", "loops", "callbacks"})
 DEFAULT_MODEL_CLASS = "lostcities_cfr.training.module.DeepCFR"
 # Importing a module runs its code, so a class path read from a file must name one of these
 # or be allowed (allow_class_path, CLASS_PATHS_VARIABLE).
@@ -304,7 +303,8 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
     # What a model plays may live beside its state dict (DeepCFR's stored iterations, the
     # sdcfr policy): its own hook restores it, as Lightning's loading does. The state only
     # a resume needs (optimizers, reservoirs) stays out, so an agent does not hold it.
-    model.on_load_checkpoint({k: v for k, v in checkpoint.items() if k not in RESUME_ONLY})
+    resume_only = RESUME_ONLY | {getattr(cls, "training_state_key", None)}
+    model.on_load_checkpoint({k: v for k, v in checkpoint.items() if k not in resume_only})
     try:
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:

@@ -156,6 +156,10 @@ class DeepCFR(pl.LightningModule):
             stands for ``C!`` equal ones (120 in the classic game).
     """
 
+    # The checkpoint entry holding what only a resumed fit uses (reservoirs, generators):
+    # loading a model to play leaves it out (training/checkpoint.py).
+    training_state_key = "deep_cfr"
+
     @checked
     def __init__(
         self,
@@ -643,7 +647,7 @@ class DeepCFR(pl.LightningModule):
             # No reservoirs to save (an agent's model), or a weights-only checkpoint (such
             # as a best-so-far copy), which plays but does not resume.
             return
-        checkpoint["deep_cfr"] = {
+        checkpoint[self.training_state_key] = {
             "advantage_buffers": [buffer.state_dict() for buffer in self.advantage_buffers],
             "strategy_buffer": self.strategy_buffer.state_dict(),
             "value_buffer": None if self.value_buffer is None else self.value_buffer.state_dict(),
@@ -661,7 +665,7 @@ class DeepCFR(pl.LightningModule):
                 group["lr"] = self.hparams.learning_rate
         # Applied in on_train_start, once the reservoirs exist on the training device;
         # loading weights alone (validate, an agent) never builds them.
-        self._resume_state = checkpoint.get("deep_cfr")
+        self._resume_state = checkpoint.get(self.training_state_key)
         stored = checkpoint.get("sdcfr", {"iterations": [], "advantage": []})
         self._snapshots = list(zip(stored["iterations"], stored["advantage"], strict=True))
 

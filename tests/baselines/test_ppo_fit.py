@@ -106,9 +106,10 @@ def test_fit_trains_ppo_logs_documented_metrics_and_its_checkpoint_plays(tmp_pat
     checkpoint_path = run_dir / "checkpoints" / "last.ckpt"
     checkpoint = torch.load(checkpoint_path, weights_only=True)  # plain data only
     assert checkpoint["model_class"] == "lostcities_cfr.baselines.ppo.PPO"
-    assert len(checkpoint["ppo"]["pool"]) == 2  # a snapshot per iteration, the latest two
+    assert len(checkpoint[PPO.training_state_key]["pool"]) == 2  # the latest two snapshots
     model = load_model(checkpoint_path)
     assert isinstance(model, PPO) and model.rules == Rules.tiny()
+    assert model._resume_state is None  # the pool stays in the file: an agent plays
     agent = agent_from_spec(f"ckpt:{checkpoint_path}:greedy", seed=0)
     result = evaluate(agent, agent_from_spec("random", seed=1), 8, rules=Rules.tiny())
     assert result.games == 8

@@ -13,6 +13,7 @@ from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
+from lostcities_cfr.game.encoding import feature_blocks
 
 
 def node_bound(sampler: BudgetedSampling, rules: Rules) -> int:
@@ -81,12 +82,6 @@ def test_full_size_rounds_finish_within_the_bound():
     assert not regrets[~legal].any()
 
 
-def test_the_same_generator_seed_gives_the_same_rows():
-    runs = [traverse(BudgetedSampling(walkers=64, branch_prob=0.5), n=100)[1:3] for _ in range(2)]
-    for a, b in zip(*(held(adv) + held(strat) for adv, strat in runs), strict=True):
-        assert torch.equal(a, b)
-
-
 @pytest.mark.parametrize(
     "kwargs",
     [{"exploration": 1.5}, {"branch_prob": 0.0}, {"branch_prob": 1.1}, {"max_branches": 0}],
@@ -94,3 +89,46 @@ def test_the_same_generator_seed_gives_the_same_rows():
 def test_invalid_arguments_are_refused(kwargs):
     with pytest.raises(ConfigError):
         BudgetedSampling(**kwargs)
+
+
+SEAT = feature_blocks(TINY)["seat"].start  # 1 where the mover is player 0
+
+
+@pytest.mark.parametrize("traverser", [0, 1])
+def test_only_the_trajectorys_nodes_write_rows_each_to_its_players_buffer(traverser):
+    # Advantage rows at the traverser's branch nodes, strategy rows at the opponent's nodes
+    # of the trajectory: none from the playouts, which visit many more of them.
+    queue = make_queue(MIXED_HEADS)
+    advantage, strategy = buffers()
+    # One walker per batch: its first branch node is record 0, whose playouts are playouts too.
+    sampler = BudgetedSampling(walkers=1, branch_prob=1.0, max_branches=4)
+    stats = sampler.traverse(context(queue, advantage, strategy, traverser=traverser), 64)
+    assert bool((held(advantage)[0][:, SEAT] == 1 - traverser).all())
+    assert bool((held(strategy)[0][:, SEAT] == traverser).all())
+    assert 0 < stats.strategy_rows <= stats.traversals * TINY.max_turns // 2
+
+
+def test_every_branch_node_of_a_trajectory_writes_its_own_row():
+    # One walker that branches at each of its traverser nodes, up to max_branches: one row
+    # per node, each at a different state. The traverser's first turn alone holds two
+    # decisions (a card, then a draw).
+    for seed in range(5):
+        stats, advantage, _, _ = traverse(
+            BudgetedSampling(walkers=1, branch_prob=1.0, max_branches=2), n=1, seed=seed
+        )
+        features, _, _ = held(advantage)
+        assert len(features) == stats.advantage_rows == 2
+        assert len(features.unique(dim=0)) == 2
+
+
+def test_the_context_generator_alone_decides_the_trajectories():
+    runs = []
+    for global_seed in range(2):
+        queue = make_queue(MIXED_HEADS)
+        advantage, strategy = buffers()
+        ctx = context(queue, advantage, strategy, seed=3)
+        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
+        BudgetedSampling(walkers=64, branch_prob=0.5).traverse(ctx, 100)
+        runs.append(held(advantage) + held(strategy))
+    for a, b in zip(*runs, strict=True):
+        assert torch.equal(a, b)

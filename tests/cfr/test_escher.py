@@ -1,7 +1,10 @@
 """ESCHERSampling: regret rows from the value of every child, value rows from on-policy play."""
 
+from pathlib import Path
+
 import pytest
 import torch
+import yaml
 from sampler_runs import MIXED_HEADS
 from traversal_reference import (
     TINY,
@@ -16,10 +19,13 @@ from traversal_reference import (
 )
 
 from lostcities_cfr.cfr import ReservoirBuffer
+from lostcities_cfr.cfr.baseline_outcome_sampling import BaselineOutcomeSampling
 from lostcities_cfr.cfr.escher import VALUE_NETWORK, ESCHERSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history, history_feature_size
+
+ROOT_DIR = Path(__file__).resolve().parents[2]
 
 # Player 0 at a card decision, early in a tiny deal: its children are fixed (no deck draw).
 ROOT = advance(TINY, seed=5, decisions=0)
@@ -93,6 +99,9 @@ def test_a_trajectory_that_switches_at_once_values_its_states_by_its_outcome():
         outcomes.add(abs(float(state.returns()[0])))
     targets = ctx.value_buffer.targets[: len(ctx.value_buffer), 0]
     assert {abs(float(t)) for t in targets} <= outcomes
+    # The switch decision itself explores (the sampling policy picks the root's action):
+    # under sigma alone all 64 trajectories would be one.
+    assert len({abs(float(t)) for t in targets}) > 1
 
 
 def test_td_lambda_targets_blend_the_next_value_and_the_next_target():
@@ -120,6 +129,15 @@ def test_rounds_past_max_decisions_are_cut_and_counted():
     sampler.traverse_games(repeated(ROOT, 16), ctx)
     assert ctx.stats.truncated == 16
     assert ctx.stats.nodes == 16 * 3  # two decisions, then the cut state's value
+    # One on-policy state per trajectory (after the switch at the root), whose target is the
+    # value of the state where its trajectory was cut, for the player who moved there.
+    assert ctx.stats.value_rows == 16
+    held = ctx.value_buffer.features[:16].float()
+    with torch.no_grad():
+        before_cut = linear_value()(held)[:, 0]
+    targets = ctx.value_buffer.targets[:16, 0]
+    assert bool((targets != 0).all())
+    assert not torch.allclose(targets, before_cut, atol=1e-3)
 
 
 def test_the_sampling_policy_has_full_support_and_gives_the_guide_its_weight():
@@ -135,21 +153,54 @@ def test_the_sampling_policy_has_full_support_and_gives_the_guide_its_weight():
     assert bool((mu[torch.arange(2), guided] >= 0.5).all())
 
 
+def test_the_sampling_policy_mixes_uniform_sigma_and_the_guide_by_their_weights():
+    sampler = ESCHERSampling(exploration=0.2, guide="discard-only", guide_weight=0.5)
+    games = GameBatch.from_states([ROOT])
+    legal = games.legal_mask()  # [1, A]
+    sigma = torch.rand(legal.shape, generator=torch.Generator().manual_seed(0)) * legal
+    sigma /= sigma.sum(1, keepdim=True)
+    mu = sampler.sampling_policy(games, torch.arange(1), sigma, legal)
+    expected = 0.2 * legal / legal.sum() + 0.3 * sigma
+    expected[0, sampler._guide.act(games)[0]] += 0.5
+    torch.testing.assert_close(mu, expected)
+    unguided = ESCHERSampling(exploration=0.2, guide=None, guide_weight=0.0)
+    mu = unguided.sampling_policy(games, torch.arange(1), sigma, legal)
+    torch.testing.assert_close(mu, 0.2 * legal / legal.sum() + 0.8 * sigma)
+
+
+@pytest.mark.parametrize("sampler", [ESCHERSampling, BaselineOutcomeSampling])
 @pytest.mark.parametrize(
-    "kwargs",
+    ("kwargs", "named"),
     [
-        {"exploration": 0.0},
-        {"guide_weight": 0.9},
-        {"guide": None, "guide_weight": 0.3},
-        {"guide": "nonsense"},
-        {"switch_range": 0},
-        {"td_lambda": 1.5},
-        {"max_decisions": 0},
+        ({"exploration": 0.0}, "exploration=0"),
+        ({"exploration": 1.5}, "exploration=1.5"),
+        ({"guide": "heuristic:balanced", "guide_weight": 0.9}, "guide_weight=0.9"),
+        ({"guide": None, "guide_weight": 0.3}, "needs a guide"),
+        ({"guide": "nonsense"}, "guide: "),
+        ({"max_decisions": 0}, "max_decisions=0"),
+        ({"walkers": 0}, "walkers=0"),
     ],
 )
-def test_unworkable_settings_are_refused(kwargs):
-    with pytest.raises(ConfigError):
+def test_unworkable_settings_are_refused_naming_the_field(sampler, kwargs, named):
+    with pytest.raises(ConfigError, match=f"{sampler.__name__}.*{named}"):
+        sampler(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [({"switch_range": 0}, "switch_range=0"), ({"td_lambda": 1.5}, "td_lambda=1.5")],
+)
+def test_unworkable_escher_settings_are_refused_naming_the_field(kwargs, named):
+    with pytest.raises(ConfigError, match=named):
         ESCHERSampling(**kwargs)
+
+
+def test_the_defaults_are_the_shipped_recipe():
+    # A notebook's ESCHERSampling() is classic_strong's sampler.
+    config = yaml.safe_load((ROOT_DIR / "configs" / "classic_strong.yaml").read_text())
+    recipe = config["model"]["sampler"]["init_args"]
+    sampler = ESCHERSampling()
+    assert {field: getattr(sampler, field) for field in recipe} == recipe
 
 
 def test_without_a_value_buffer_the_sampler_says_what_it_needs():
@@ -176,3 +227,36 @@ def test_the_same_seed_walks_the_same_trajectories_and_writes_the_same_rows():
     assert not all(
         a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, other, strict=True)
     )
+
+
+class _CountingValue(torch.nn.Module):
+    """``linear_value()``, counting the rows it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net, self.rows = linear_value(), 0
+
+    def forward(self, history: torch.Tensor) -> torch.Tensor:
+        self.rows += len(history)
+        return self.net(history)
+
+
+@pytest.mark.parametrize(
+    ("td_lambda", "max_decisions"), [(1.0, None), (1.0, ROOT.turn + 2), (0.5, None)]
+)
+def test_the_value_network_is_asked_only_where_a_target_reads_it(td_lambda, max_decisions):
+    # Switching at the root writes no advantage rows, so no children are valued: V is read
+    # at cut states, and with td_lambda < 1 at every on-policy state (the bootstrap).
+    sampler = ESCHERSampling(
+        walkers=8, switch_range=1, td_lambda=td_lambda, max_decisions=max_decisions
+    )
+    ctx = escher_context()
+    counting = _CountingValue()
+    ctx.queue.register(VALUE_NETWORK, counting)
+    sampler.traverse_games(repeated(ROOT, 8), ctx)
+    assert ctx.stats.advantage_rows == 0
+    assert (ctx.stats.truncated > 0) == (max_decisions is not None)
+    if td_lambda < 1:
+        assert counting.rows == ctx.stats.value_rows + ctx.stats.truncated
+    else:
+        assert counting.rows == ctx.stats.truncated

@@ -14,8 +14,9 @@ from traversal_reference import (
     rows_at,
 )
 
-from lostcities_cfr.cfr import regret_matching
+from lostcities_cfr.cfr import external_sampling, regret_matching
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.cfr.traversal import current_strategies
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, Rules
 
@@ -88,11 +89,11 @@ def test_traverse_deals_games_and_its_rows_are_well_formed():
 
 def test_the_same_generator_seed_gives_the_same_rows():
     rows = []
-    for _ in range(2):
+    for global_seed in range(2):  # the context's generator decides, not torch's global one
         advantage, strategy = buffers()
-        ExternalSampling(walkers=16).traverse(
-            context(make_queue(MIXED_HEADS), advantage, strategy, seed=7), 32
-        )
+        ctx = context(make_queue(MIXED_HEADS), advantage, strategy, seed=7)
+        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
+        ExternalSampling(walkers=16).traverse(ctx, 32)
         rows.append(held(advantage) + held(strategy))
     for a, b in zip(*rows, strict=True):
         assert torch.equal(a, b)
@@ -107,10 +108,30 @@ def test_traversal_leaves_the_given_games_unchanged():
 
 def test_a_frontier_beyond_max_frontier_is_refused():
     classic = Rules.classic()
-    with pytest.raises(ConfigError, match="max_frontier"):
+    with pytest.raises(ConfigError, match=r"max_frontier=2000.*tiny rules.*BudgetedSampling"):
         queue = make_queue(MIXED_HEADS, rules=classic)
         ctx = context(queue, *buffers(1000, rules=classic), rules=classic)
         ExternalSampling(walkers=2, max_frontier=2000).traverse(ctx, 2)
+
+
+def test_a_level_of_exactly_max_frontier_nodes_is_walked(monkeypatch):
+    levels = []
+
+    def recording(queue, games, features, legal, live):
+        levels.append(len(live))
+        return current_strategies(queue, games, features, legal, live)
+
+    monkeypatch.setattr(external_sampling, "current_strategies", recording)
+    games = GameBatch.from_states(mixed_states())
+    ExternalSampling().traverse_games(games, context(make_queue(MIXED_HEADS), *buffers()))
+    widest = max(levels)
+    ExternalSampling(max_frontier=widest).traverse_games(
+        games, context(make_queue(MIXED_HEADS), *buffers())
+    )
+    with pytest.raises(ConfigError, match=f"holds {widest} nodes"):
+        ExternalSampling(max_frontier=widest - 1).traverse_games(
+            games, context(make_queue(MIXED_HEADS), *buffers())
+        )
 
 
 @pytest.mark.parametrize(

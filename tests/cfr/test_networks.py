@@ -3,8 +3,16 @@ import torch
 from torch import nn
 
 from lostcities_cfr.cfr import NetworkConfig, PolicyMLP, masked_softmax
+from lostcities_cfr.cfr.color_network import ColorNet
+from lostcities_cfr.cfr.networks import (
+    build_network,
+    masked_log_softmax,
+    network_factory,
+    reinitialise,
+)
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
+from lostcities_cfr.game.encoding import history_feature_size
 
 CLASSIC = Rules.classic()
 F, A = feature_size(CLASSIC), CLASSIC.n_actions
@@ -116,3 +124,85 @@ def test_masked_softmax_of_a_row_without_legal_actions_is_all_zero():
     strategy = masked_softmax(torch.randn(2, 4), torch.tensor([[False] * 4, [True] * 4]))
     assert torch.equal(strategy[0], torch.zeros(4))
     torch.testing.assert_close(strategy[1].sum(), torch.tensor(1.0))
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_weights_start_at_the_documented_scales(residual):
+    # He initialisation (std sqrt(2 / fan_in)), residual branches after the first divided by
+    # sqrt(depth), zero biases, and an output layer of std 0.1 / sqrt(width).
+    torch.manual_seed(0)
+    width, depth = 256, 4
+    net = PolicyMLP(F, A, width=width, depth=depth, residual=residual)
+    for i, layer in enumerate(net.hidden):
+        linear = layer[0]
+        expected = (2 / linear.in_features) ** 0.5 * (depth**-0.5 if residual and i > 0 else 1)
+        assert linear.weight.std().item() == pytest.approx(expected, rel=0.03)
+        assert not linear.bias.any()
+    assert net.head.weight.std().item() == pytest.approx(0.1 / width**0.5, rel=0.03)
+    assert not net.head.bias.any()
+
+
+def test_colors_architecture_builds_a_colour_network_of_that_shape():
+    config = NetworkConfig(width=16, depth=3, architecture="colors")
+    rules = Rules.classic()
+    net = config.build(F, A, rules)
+    assert isinstance(net, ColorNet)
+    assert (net.encode_color.out_features, len(net.mix_self)) == (16, 2)
+    assert net(count_features(3)).shape == (3, A)
+    value = config.build(history_feature_size(rules), 1, rules)
+    assert value(torch.zeros(2, history_feature_size(rules))).shape == (2, 1)
+
+
+def test_colors_architecture_without_rules_is_refused():
+    with pytest.raises(ConfigError, match="architecture='colors' needs the rules"):
+        NetworkConfig(width=16, depth=2, architecture="colors").build(F, A)
+
+
+def test_network_factory_reads_presets_configs_and_classes():
+    mlp = network_factory("512x3")(F, A)
+    assert isinstance(mlp, PolicyMLP) and (mlp.config.width, mlp.config.depth) == (512, 3)
+    colors = network_factory(NetworkConfig(width=8, depth=2, architecture="colors"), CLASSIC)
+    assert isinstance(colors(F, A), ColorNet)
+    assert network_factory(nn.Linear) is nn.Linear
+
+
+@pytest.mark.parametrize(
+    ("network", "named"),
+    [("256x2", r"'256x2'.*512x3.*class_path"), (42, "network 42; expected a preset")],
+)
+def test_network_factory_refuses_what_builds_no_network(network, named):
+    with pytest.raises(ConfigError, match=named):
+        network_factory(network)
+
+
+def test_build_network_checks_one_output_per_action_and_keeps_the_mode():
+    net = build_network(lambda f, a: nn.Sequential(nn.Linear(f, a), nn.Dropout(0.5)), F, A)
+    assert net.training  # checked in eval mode, handed back as built
+    with pytest.raises(ConfigError, match=rf"maps features \[2, {F}\] to \(2, 7\).*\[2, {A}\]"):
+        build_network(lambda f, a: nn.Linear(f, 7), F, A)
+    with pytest.raises(ConfigError, match=r"gave 3; expected an nn\.Module"):
+        build_network(lambda f, a: 3, F, A)
+
+
+def test_reinitialise_uses_the_networks_own_reset_or_its_layers():
+    torch.manual_seed(0)
+    own = PolicyMLP(F, A, width=16, depth=2)
+    with torch.no_grad():
+        own.head.bias.fill_(1.0)
+    reinitialise(own)
+    assert not own.head.bias.any()  # PolicyMLP.reset_parameters zeroes the biases
+    plain = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    before = [p.clone() for p in plain.parameters()]
+    reinitialise(plain)
+    assert all(not torch.equal(b, p) for b, p in zip(before, plain.parameters(), strict=True))
+
+
+def test_masked_log_softmax_is_the_log_of_masked_softmax_and_finite_off_the_mask():
+    logits = torch.randn(6, A, generator=torch.Generator().manual_seed(0))
+    legal = random_legal(6, A)
+    log_p = masked_log_softmax(logits, legal)
+    torch.testing.assert_close(log_p.exp() * legal, masked_softmax(logits, legal))
+    assert bool(log_p.isfinite().all())
+    assert float((masked_softmax(logits, legal) * log_p).sum()) == pytest.approx(
+        float((masked_softmax(logits, legal)[legal] * log_p[legal]).sum())
+    )

@@ -22,6 +22,7 @@ from traversal_reference import (
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
+from lostcities_cfr.game.encoding import feature_blocks
 
 N = 20_000
 
@@ -93,3 +94,36 @@ def test_huge_weights_of_long_rounds_stay_finite_and_clipped():
     sampler.traverse(context(queue, advantage, strategy, rules=rules), 8)
     _, _, regrets = held(advantage)
     assert torch.isfinite(regrets).all() and regrets.abs().max() == 1e4
+
+
+SEAT = feature_blocks(TINY)["seat"].start  # 1 where the mover is player 0
+
+
+@pytest.mark.parametrize("traverser", [0, 1])
+def test_the_traversers_nodes_give_advantage_rows_and_the_opponents_strategy_rows(traverser):
+    queue = make_queue(MIXED_HEADS)
+    advantage, strategy = buffers()
+    ctx = context(queue, advantage, strategy, traverser=traverser)
+    OutcomeSampling(walkers=64).traverse(ctx, 64)
+    assert len(advantage) and len(strategy)
+    assert bool((held(advantage)[0][:, SEAT] == 1 - traverser).all())
+    assert bool((held(strategy)[0][:, SEAT] == traverser).all())
+
+
+def test_a_lone_trajectory_writes_a_row_at_each_of_its_traverser_nodes():
+    root = advance(TINY, seed=4, decisions=0)
+    stats, advantage, _, _ = run(OutcomeSampling(walkers=1), root, n=1)
+    assert stats.advantage_rows == len(advantage) >= 2  # the tiny round's decisions of player 0
+
+
+def test_the_context_generator_alone_decides_the_trajectories():
+    rows = []
+    for global_seed in range(2):
+        queue = make_queue(MIXED_HEADS)
+        advantage, strategy = buffers()
+        ctx = context(queue, advantage, strategy, seed=3)
+        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
+        OutcomeSampling(walkers=64).traverse(ctx, 64)
+        rows.append(held(advantage) + held(strategy))
+    for a, b in zip(*rows, strict=True):
+        assert torch.equal(a, b)

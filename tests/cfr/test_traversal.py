@@ -1,7 +1,10 @@
+import time
+
 import pytest
 import torch
 from traversal_reference import TINY, advance, argmax_head, buffers, context, linear_net, make_queue
 
+from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.cfr.traversal import (
     TraversalStats,
     current_strategies,
@@ -56,3 +59,21 @@ def test_stats_add_up():
 def test_traverser_must_be_0_or_1():
     with pytest.raises(ValueError, match="traverser"):
         context(make_queue((argmax_head, argmax_head)), *buffers(), traverser=2)
+
+
+def test_traverse_deals_from_the_context_generator_and_accumulates_its_seconds():
+    def run(seed: int, global_seed: int, n: int = 24):
+        advantage, strategy = buffers()
+        ctx = context(make_queue((argmax_head, argmax_head)), advantage, strategy, seed=seed)
+        torch.manual_seed(global_seed)  # the deals must not come from torch's global generator
+        started = time.perf_counter()
+        stats = OutcomeSampling(walkers=8).traverse(ctx, n)
+        return ctx, stats, time.perf_counter() - started, advantage
+
+    ctx, stats, wall, advantage = run(seed=1, global_seed=0)
+    _, _, _, again = run(seed=1, global_seed=1)
+    assert torch.equal(advantage.features[: len(advantage)], again.features[: len(again)])
+    assert stats.traversals == 24 and 0 < stats.seconds <= wall
+    first = stats.seconds
+    OutcomeSampling(walkers=8).traverse(ctx, 1)
+    assert ctx.stats.seconds > first and ctx.stats.traversals == 25
