@@ -124,10 +124,9 @@ class ESCHERSampling(ValueBaselineSampler):
             if len(valued):
                 history = encode_history(games.select(valued))  # [v, H]
                 priced = cut[valued] if self.td_lambda == 1 else torch.ones_like(cut[valued])
-                if priced.any():
-                    value_ticket = queue.submit(
-                        VALUE_NETWORK, history[priced], value_mask(valued[priced])
-                    )
+                asked = valued[priced]  # [p] the states whose V a target reads
+                if len(asked):
+                    value_ticket = queue.submit(VALUE_NETWORK, history[priced], value_mask(asked))
             mine = alive & ~cut & (mover == traverser)
             sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
             if len(sampled):
@@ -139,8 +138,8 @@ class ESCHERSampling(ValueBaselineSampler):
 
             if len(valued):
                 value = torch.zeros(len(valued), device=device)  # [v] V for player 0
-                if priced.any():
-                    value[priced] = to_player0[valued[priced]] * value_ticket.result()[:, 0].float()
+                if len(asked):
+                    value[priced] = to_player0[asked] * value_ticket.result()[:, 0].float()
                 is_cut = cut[valued]
                 outcome[walker[valued[is_cut]]] = value[is_cut]
                 kept = ~is_cut

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import torch
 from traversal_reference import (
     TINY,
     CountingQueue,
@@ -12,6 +13,7 @@ from traversal_reference import (
     assert_unbiased,
     buffers,
     context,
+    held,
     make_queue,
     repeated,
     rows_at,
@@ -20,8 +22,10 @@ from traversal_reference import (
 from lostcities_cfr.cfr import ReservoirBuffer, regret_matching
 from lostcities_cfr.cfr.traversal import TraversalStats
 from lostcities_cfr.game import GameState
+from lostcities_cfr.game.encoding import feature_blocks
 
 MIXED_HEADS = (regret_matching, regret_matching)  # mixed strategies for both players
+SEAT = feature_blocks(TINY)["seat"].start  # the feature that is 1 where the mover is player 0
 # Player 0 to move with one deck card left and a discard pile to draw from: each of its
 # card actions leads to a draw decision with two choices, so the traverser's second
 # decisions branch too (and, for outcome sampling, importance weights matter).
@@ -64,3 +68,18 @@ def assert_unbiased_where_sampled(
         _, _, samples = rows_at(advantage, state)
         if len(samples) > min_rows:
             assert_unbiased(samples, exact.regrets(state))
+
+
+def assert_the_context_generator_alone_decides(sampler, n: int, seed: int = 3) -> None:
+    """``n`` traversals from a context seeded ``seed`` write the same rows under two global
+    torch seeds. Torch is seeded after the networks are built (``make_queue`` seeds it
+    itself), so only the sampler's draws could see the difference."""
+    runs = []
+    for global_seed in range(2):
+        advantage, strategy = buffers()
+        ctx = context(make_queue(MIXED_HEADS), advantage, strategy, seed=seed)
+        torch.manual_seed(global_seed)
+        sampler.traverse(ctx, n)
+        runs.append(held(advantage) + held(strategy))
+    for a, b in zip(*runs, strict=True):
+        assert torch.equal(a, b)

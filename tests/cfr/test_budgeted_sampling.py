@@ -3,6 +3,8 @@ import torch
 from sampler_runs import (
     BRANCHING_ROOT,
     MIXED_HEADS,
+    SEAT,
+    assert_the_context_generator_alone_decides,
     assert_unbiased_where_sampled,
     run_from,
     second_decisions,
@@ -13,7 +15,6 @@ from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
-from lostcities_cfr.game.encoding import feature_blocks
 
 
 def node_bound(sampler: BudgetedSampling, rules: Rules) -> int:
@@ -91,9 +92,6 @@ def test_invalid_arguments_are_refused(kwargs):
         BudgetedSampling(**kwargs)
 
 
-SEAT = feature_blocks(TINY)["seat"].start  # 1 where the mover is player 0
-
-
 @pytest.mark.parametrize("traverser", [0, 1])
 def test_only_the_trajectorys_nodes_write_rows_each_to_its_players_buffer(traverser):
     # Advantage rows at the traverser's branch nodes, strategy rows at the opponent's nodes
@@ -122,13 +120,4 @@ def test_every_branch_node_of_a_trajectory_writes_its_own_row():
 
 
 def test_the_context_generator_alone_decides_the_trajectories():
-    runs = []
-    for global_seed in range(2):
-        queue = make_queue(MIXED_HEADS)
-        advantage, strategy = buffers()
-        ctx = context(queue, advantage, strategy, seed=3)
-        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
-        BudgetedSampling(walkers=64, branch_prob=0.5).traverse(ctx, 100)
-        runs.append(held(advantage) + held(strategy))
-    for a, b in zip(*runs, strict=True):
-        assert torch.equal(a, b)
+    assert_the_context_generator_alone_decides(BudgetedSampling(walkers=64, branch_prob=0.5), 100)

@@ -1,6 +1,11 @@
 import pytest
 import torch
-from sampler_runs import MIXED_HEADS, assert_unbiased_where_sampled, run_from
+from sampler_runs import (
+    MIXED_HEADS,
+    assert_the_context_generator_alone_decides,
+    assert_unbiased_where_sampled,
+    run_from,
+)
 from traversal_reference import (
     TINY,
     ExactTree,
@@ -88,15 +93,7 @@ def test_traverse_deals_games_and_its_rows_are_well_formed():
 
 
 def test_the_same_generator_seed_gives_the_same_rows():
-    rows = []
-    for global_seed in range(2):  # the context's generator decides, not torch's global one
-        advantage, strategy = buffers()
-        ctx = context(make_queue(MIXED_HEADS), advantage, strategy, seed=7)
-        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
-        ExternalSampling(walkers=16).traverse(ctx, 32)
-        rows.append(held(advantage) + held(strategy))
-    for a, b in zip(*rows, strict=True):
-        assert torch.equal(a, b)
+    assert_the_context_generator_alone_decides(ExternalSampling(walkers=16), 32, seed=7)
 
 
 def test_traversal_leaves_the_given_games_unchanged():

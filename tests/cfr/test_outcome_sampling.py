@@ -3,6 +3,8 @@ import torch
 from sampler_runs import (
     BRANCHING_ROOT,
     MIXED_HEADS,
+    SEAT,
+    assert_the_context_generator_alone_decides,
     assert_unbiased_where_sampled,
     run_from,
     second_decisions,
@@ -22,7 +24,6 @@ from traversal_reference import (
 from lostcities_cfr.cfr.outcome_sampling import OutcomeSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
-from lostcities_cfr.game.encoding import feature_blocks
 
 N = 20_000
 
@@ -96,9 +97,6 @@ def test_huge_weights_of_long_rounds_stay_finite_and_clipped():
     assert torch.isfinite(regrets).all() and regrets.abs().max() == 1e4
 
 
-SEAT = feature_blocks(TINY)["seat"].start  # 1 where the mover is player 0
-
-
 @pytest.mark.parametrize("traverser", [0, 1])
 def test_the_traversers_nodes_give_advantage_rows_and_the_opponents_strategy_rows(traverser):
     queue = make_queue(MIXED_HEADS)
@@ -117,13 +115,4 @@ def test_a_lone_trajectory_writes_a_row_at_each_of_its_traverser_nodes():
 
 
 def test_the_context_generator_alone_decides_the_trajectories():
-    rows = []
-    for global_seed in range(2):
-        queue = make_queue(MIXED_HEADS)
-        advantage, strategy = buffers()
-        ctx = context(queue, advantage, strategy, seed=3)
-        torch.manual_seed(global_seed)  # after the networks' seeding: only the draws see it
-        OutcomeSampling(walkers=64).traverse(ctx, 64)
-        rows.append(held(advantage) + held(strategy))
-    for a, b in zip(*rows, strict=True):
-        assert torch.equal(a, b)
+    assert_the_context_generator_alone_decides(OutcomeSampling(walkers=64), 64)
