@@ -10,7 +10,8 @@ after every iteration), all with the same ``trainer.max_time`` of ``--minutes``:
 - ``mlp``: 256x3 MLPs instead of the colour-equivariant networks;
 - ``no_guide``: ESCHER's sampling policy without ``heuristic:balanced`` (uniform and sigma);
 - ``no_cut``: no truncation of long rounds (``max_decisions: null``);
-- ``linear``: linear CFR's iteration weights (``weight_exponent: 1``) instead of t^1.5.
+- ``linear``: linear CFR's iteration weights (``weight_exponent: 1``) instead of t^1.5;
+- ``no_length``: networks blind to the game-length features (``turn``, ``pile_draws``).
 
     python scripts/ablation_configs.py --minutes 25 --out runs/ablations
     python -m lostcities_cfr fit --config runs/ablations/budgeted.yaml
@@ -61,6 +62,11 @@ def linear(model: dict) -> None:
     model["weight_exponent"] = 1.0
 
 
+def no_length(model: dict) -> None:
+    for network in ("network", "value_network"):
+        model[network]["hidden_features"] = ["turn", "pile_draws"]
+
+
 VARIANTS: dict[str, Callable[[dict], None]] = {
     "recipe": lambda model: None,
     "budgeted": budgeted,
@@ -68,6 +74,7 @@ VARIANTS: dict[str, Callable[[dict], None]] = {
     "no_guide": no_guide,
     "no_cut": no_cut,
     "linear": linear,
+    "no_length": no_length,
 }
 
 

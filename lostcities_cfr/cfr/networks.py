@@ -31,7 +31,11 @@ from torch import nn
 from lostcities_cfr.arguments import PositiveInt, checked
 from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game.encoding import BLOCK_ORDER, feature_blocks
 from lostcities_cfr.game.rules import Rules
+
+FeatureBlock = Literal[*BLOCK_ORDER]
+"""The name of a block of the information-state encoding (``docs/encoding.md``)."""
 
 NetworkFactory = Callable[[int, int], nn.Module]
 """``factory(n_features, n_actions) -> nn.Module``, a freshly initialised network mapping
@@ -52,6 +56,9 @@ class NetworkConfig:
             (ColorNet's mixing layers always are residual).
         architecture: ``"mlp"`` (a flat MLP) or ``"colors"`` (one shared encoder per colour:
             the rules treat colours alike, so it learns each card's worth once).
+        hidden_features: encoding blocks the network never sees (``docs/encoding.md``
+            names them: ``turn``, ``pile_draws``, ...), zeroed at its input by
+            :class:`HiddenFeatures`; for ablations that ask what a block is worth.
     """
 
     width: PositiveInt = 512
@@ -59,6 +66,17 @@ class NetworkConfig:
     layer_norm: bool = False
     residual: bool = False
     architecture: Literal["mlp", "colors"] = "mlp"
+    hidden_features: tuple[FeatureBlock, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.hidden_features if name not in BLOCK_ORDER]
+        if unknown:
+            raise ConfigError(
+                f"NetworkConfig hidden_features: unknown block(s) {unknown}; expected names "
+                f"from {list(BLOCK_ORDER)}"
+            )
+        # a list from a YAML file or a checkpoint's hyperparameters; a tuple keeps it hashable
+        object.__setattr__(self, "hidden_features", tuple(self.hidden_features))
 
     # "512x3" is the reference scale. "1024x6" is twice as wide and deep; at six
     # layers skip connections and LayerNorm keep gradients and activations at a
@@ -78,18 +96,50 @@ class NetworkConfig:
         return cls(**cls.PRESETS[name])
 
     def build(self, n_features: int, n_actions: int, rules: Rules | None = None) -> nn.Module:
-        """A freshly initialised network of this shape; ColorNet needs the ``rules`` the
-        features and outputs follow."""
+        """A freshly initialised network of this shape; ColorNet and ``hidden_features``
+        need the ``rules`` the features and outputs follow."""
+        if rules is None and (self.architecture == "colors" or self.hidden_features):
+            raise ConfigError(
+                "a NetworkConfig with architecture='colors' or hidden_features needs the rules"
+            )
         if self.architecture == "colors":
-            if rules is None:
-                raise ConfigError("a NetworkConfig with architecture='colors' needs the rules")
-            return ColorNet(rules, n_features, n_actions, self.width, self.depth)
-        if self.architecture != "mlp":
+            net = ColorNet(rules, n_features, n_actions, self.width, self.depth)
+        elif self.architecture == "mlp":
+            shape = {k: v for k, v in asdict(self).items() if k in _MLP_FIELDS}
+            net = PolicyMLP(n_features, n_actions, **shape)
+        else:
             raise ConfigError(
                 f"NetworkConfig architecture={self.architecture!r}; expected 'mlp' or 'colors'"
             )
-        shape = {k: v for k, v in asdict(self).items() if k != "architecture"}
-        return PolicyMLP(n_features, n_actions, **shape)
+        if not self.hidden_features:
+            return net
+        blocks = feature_blocks(rules)
+        columns = [blocks[name] for name in self.hidden_features]
+        return HiddenFeatures(net, torch.cat([torch.arange(c.start, c.stop) for c in columns]))
+
+
+_MLP_FIELDS = ("width", "depth", "layer_norm", "residual")
+
+
+class HiddenFeatures(nn.Module):
+    """``net`` behind a mask: the feature columns ``hidden`` are zeroed before it sees them.
+
+    An ablation of an encoding block (``NetworkConfig.hidden_features``) this way keeps the
+    feature layout, the buffers and every other network of a run unchanged.
+    """
+
+    def __init__(self, net: nn.Module, hidden: torch.Tensor) -> None:
+        super().__init__()
+        self.net = net
+        # not persistent: the columns follow from the config, so checkpoints hold weights only
+        self.register_buffer("hidden", hidden.long(), persistent=False)
+
+    def reset_parameters(self) -> None:
+        reinitialise(self.net)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """``net``'s outputs [B, A] for features [B, F] with the hidden columns zeroed."""
+        return self.net(features.index_fill(-1, self.hidden, 0.0))
 
 
 class PolicyMLP(nn.Module):

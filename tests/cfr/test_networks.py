@@ -1,3 +1,5 @@
+from dataclasses import asdict
+
 import pytest
 import torch
 from torch import nn
@@ -12,7 +14,7 @@ from lostcities_cfr.cfr.networks import (
 )
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
-from lostcities_cfr.game.encoding import history_feature_size
+from lostcities_cfr.game.encoding import feature_blocks, history_feature_size
 
 CLASSIC = Rules.classic()
 F, A = feature_size(CLASSIC), CLASSIC.n_actions
@@ -154,8 +156,58 @@ def test_colors_architecture_builds_a_colour_network_of_that_shape():
 
 
 def test_colors_architecture_without_rules_is_refused():
-    with pytest.raises(ConfigError, match="architecture='colors' needs the rules"):
+    with pytest.raises(ConfigError, match="architecture='colors' or hidden_features needs"):
         NetworkConfig(width=16, depth=2, architecture="colors").build(F, A)
+    with pytest.raises(ConfigError, match="hidden_features needs the rules"):
+        NetworkConfig(width=16, depth=2, hidden_features=("turn",)).build(F, A)
+
+
+@pytest.mark.parametrize("architecture", ["mlp", "colors"])
+def test_hidden_features_are_invisible_and_every_other_feature_counts(architecture):
+    blocks = feature_blocks(CLASSIC)
+    config = NetworkConfig(width=16, depth=2, architecture=architecture)
+    blind = NetworkConfig(**{**asdict(config), "hidden_features": ("turn", "pile_draws")})
+    torch.manual_seed(0)
+    net = blind.build(F, A, CLASSIC)
+    features = count_features(4)
+    for name, block in blocks.items():
+        changed = features.clone()
+        changed[:, block] += 1.0
+        moved = not torch.equal(net(changed), net(features))
+        assert moved == (name not in ("turn", "pile_draws")), name
+    # the same weights as the plain network, which does see the hidden blocks
+    torch.manual_seed(0)
+    plain = config.build(F, A, CLASSIC)
+    assert net.state_dict().keys() == {f"net.{k}" for k in plain.state_dict()}
+    assert torch.equal(net(features), plain(features.index_fill(1, net.hidden, 0.0)))
+
+
+def test_hidden_features_reach_the_value_network_history_input():
+    rules = CLASSIC
+    net = NetworkConfig(width=8, depth=1, hidden_features=("turn",)).build(
+        history_feature_size(rules), 1, rules
+    )
+    history = torch.zeros(2, history_feature_size(rules))
+    changed = history.clone()
+    changed[:, feature_blocks(rules)["turn"]] = 5.0
+    assert torch.equal(net(history), net(changed))
+    changed[:, -1] = 5.0  # the deck's contents, past the information-state features
+    assert not torch.equal(net(history), net(changed))
+
+
+def test_an_unknown_hidden_feature_is_refused_with_the_known_names():
+    with pytest.raises(ConfigError, match=r"unknown block\(s\) \['turns'\].*'pile_draws'"):
+        NetworkConfig(hidden_features=("turns",))
+
+
+def test_hidden_features_reinitialise_through_the_inner_networks_own_reset():
+    net = NetworkConfig(width=8, depth=2, hidden_features=["seat"]).build(F, A, CLASSIC)
+    assert net.hidden.tolist() == [feature_blocks(CLASSIC)["seat"].start]
+    before = net.net.head.weight.clone()
+    reinitialise(net)
+    after = net.net.head.weight
+    assert not torch.equal(before, after)
+    assert after.std() < 0.1 / 8**0.5 * 2  # PolicyMLP's small head, not nn.Linear's default
 
 
 def test_network_factory_reads_presets_configs_and_classes():

@@ -8,6 +8,7 @@ import yaml
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.cfr.escher import ESCHERSampling
+from lostcities_cfr.cfr.networks import HiddenFeatures
 from lostcities_cfr.fit_cli import build_cli
 from lostcities_cfr.training import DeepCFR
 
@@ -53,18 +54,28 @@ def test_each_variant_changes_only_its_ingredient_and_keeps_the_budget(written, 
     }
     assert changes["no_cut"]["sampler"]["init_args"] == {**sampler, "max_decisions": None}
     assert changes["linear"] == {"weight_exponent": 1.0}
+    blind = ["turn", "pile_draws"]
+    for network in ("network", "value_network"):
+        assert changes["no_length"][network] == {
+            **recipe["model"][network],
+            "hidden_features": blind,
+        }
     for name, config in written.items():
         assert config["trainer"]["max_time"] == "00:00:25:00"
         assert config["checkpoint"]["every_n_epochs"] == 1  # last.ckpt: the final iteration
         assert config["trainer"]["default_root_dir"] == str(tmp_path / name)
 
 
-@pytest.mark.parametrize("name", ["budgeted", "mlp"])
+@pytest.mark.parametrize("name", ["budgeted", "mlp", "no_length"])
 def test_a_variant_builds_its_model(written, tmp_path, name):
     cli = build_cli(["--config", str(tmp_path / f"{name}.yaml")], run=False)
     assert isinstance(cli.model, DeepCFR)
     if name == "budgeted":
         assert isinstance(cli.model.sampler, BudgetedSampling) and cli.model.value_net is None
-    else:
+    elif name == "mlp":
         assert isinstance(cli.model.sampler, ESCHERSampling)
         assert not isinstance(cli.model.strategy_net, ColorNet)
+    else:
+        for net in (cli.model.strategy_net, cli.model.value_net):
+            assert isinstance(net, HiddenFeatures) and isinstance(net.net, ColorNet)
+            assert net.hidden.numel() == 2
