@@ -17,6 +17,7 @@ the shuffled deck): the same deal always draws the same iteration, in both seats
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -77,11 +78,27 @@ def current_agent(
 
 def deal_uniforms(batch: GameBatch) -> torch.Tensor:
     """[B] float64 in [0, 1): a fixed pseudo-random number per deal (a hash of the shuffled
-    deck), the same in every state of a round and in both seatings of a duplicate pair."""
+    deck), the same in every state of a round and in both seatings of a duplicate pair.
+
+    Zobrist hashing: a fixed random 52-bit key per (deck position, card type), summed over
+    the deck. Distinct deals collide with probability about 2^-52, where a weighted sum of
+    the card ids gave 1,724 distinct numbers to 2,000 deals (so SD-CFR's draw of an
+    iteration was shared by about one pair of rounds in seven).
+    """
     deck = batch.deck.long()  # [B, N]
-    multipliers = torch.arange(1, deck.shape[1] + 1, device=deck.device) * 2654435761
-    key = ((deck + 1) * multipliers).sum(1) % 1_000_003  # a prime: spreads the sums
-    return (key.double() * 0.6180339887498949) % 1.0  # Weyl's sequence: uniform in [0, 1)
+    keys = _zobrist_keys(deck.shape[1], batch.rules.n_types).to(deck.device)  # [N, T]
+    key = keys.gather(1, deck.t()).sum(0)  # [B]; < N * 2^52: no overflow in int64
+    return (key % _KEY_RANGE).double() / _KEY_RANGE
+
+
+_KEY_RANGE = 2**52  # float64 holds every such integer exactly
+
+
+@functools.cache
+def _zobrist_keys(n_positions: int, n_types: int) -> torch.Tensor:
+    """[N, T] int64 keys in [0, 2^52), the same in every process (a fixed seed)."""
+    generator = torch.Generator().manual_seed(0x5D_CF)
+    return torch.randint(0, _KEY_RANGE, (n_positions, n_types), generator=generator)
 
 
 class SnapshotAgent:
