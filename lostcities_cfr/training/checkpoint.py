@@ -33,6 +33,7 @@ import functools
 import inspect
 import os
 import zipfile
+from argparse import ArgumentError
 from collections.abc import Collection
 from importlib import import_module
 from pathlib import Path
@@ -288,12 +289,14 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
     cls = model_class_of(checkpoint, path)
     try:
         model = instantiate_module(cls, hyperparameters(checkpoint, path))
-    except (TypeError, ValueError) as error:
+    # jsonargparse checks the arguments against the signature (ArgumentError); the
+    # constructor checks their values (ConfigError is a ValueError)
+    except (ArgumentError, TypeError, ValueError) as error:
         if isinstance(error, CheckpointError):
             raise
+        cause = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
         raise CheckpointError(
-            f"checkpoint {path}: its hyperparameters do not build a {cls.__name__} "
-            f"({str(error).strip().splitlines()[0]})"
+            f"checkpoint {path}: its hyperparameters do not build a {cls.__name__} ({cause})"
         ) from None
     own_rules = getattr(model, "rules", None)
     if rules is not None and own_rules is not None and not plays_rules(own_rules, rules):

@@ -5,6 +5,7 @@ of other rules, gets one error naming it."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -260,6 +261,29 @@ def test_a_truncated_or_corrupted_checkpoint_gives_one_error_naming_the_file(fit
             load_agent(path)
         assert str(error.value).startswith(f"checkpoint {path}: {reason}")
         assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "cause"),
+    [
+        ({"network": {"width": "wide", "depth": 1}}, r'Parser key "module\.network".*Subtypes'),
+        ({"bogus": 3}, r"does not accept option 'bogus'"),
+        ({"advantage_buffer_size": 0}, r"advantage_buffer_size"),
+    ],
+    ids=["bad type", "unknown field", "bad value"],
+)
+def test_hyperparameters_that_build_no_model_give_one_error_naming_file_class_and_cause(
+    fitted, tmp_path, change, cause
+):
+    checkpoint = torch.load(fitted, weights_only=True)
+    checkpoint["hyper_parameters"].update(change)
+    path = tmp_path / "edited.ckpt"
+    torch.save(checkpoint, path)
+    with pytest.raises(LostCitiesError) as error:
+        load_agent(path)
+    message = str(error.value)
+    assert message.startswith(f"checkpoint {path}: its hyperparameters do not build a DeepCFR (")
+    assert re.search(cause, message) and "\n" not in message
 
 
 def test_only_registered_model_classes_load(fitted, tmp_path, monkeypatch):
