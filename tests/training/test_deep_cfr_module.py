@@ -8,13 +8,15 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from run_probes import NETWORKS, IterationProbe, largest_change
-from tiny_training import fit, tiny_model
+from tiny_training import fit, positions, tiny_model
 
 from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules, feature_size
+from lostcities_cfr.training.evaluation import evaluate_policy
+from lostcities_cfr.training.metrics import eval_metrics
 
 DESIGN_METRICS = {
     "time/traversal_s",
@@ -200,3 +202,61 @@ def test_bf16_true_precision_trains_traverses_and_plays_in_bfloat16():
     features = torch.zeros(3, feature_size(rules))
     legal = torch.ones(3, rules.n_actions, dtype=torch.bool)
     assert model.average_policy(features, legal).dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    ("deploy", "policy", "greedy"),
+    [
+        ("average", "average", False),
+        ("average:greedy", "average", True),
+        ("current", "current", False),
+        ("current:greedy", "current", True),
+    ],
+)
+def test_the_deployed_policy_is_what_agent_and_the_final_evaluation_play(deploy, policy, greedy):
+    torch.manual_seed(0)
+    model = tiny_model(deploy=deploy, eval_opponent="random", seed=9)
+    batch = positions(model.rules, per_depth=32)
+    for extra in (False, True):  # greedy=True asks for greedy play of any deployed policy
+        played = model.agent(greedy=extra, seed=2).act(batch)
+        expected = model.agent(policy, greedy=greedy or extra, seed=2).act(batch)
+        assert torch.equal(played, expected)
+    result = model.evaluate_deployed(24)
+    direct = evaluate_policy(model, policy, "random", 24, seed=9, greedy=greedy)
+    assert result.agent == direct.agent == (f"{policy}:greedy" if greedy else policy)
+    assert (result.rounds.score_diff, result.game_length) == (
+        direct.rounds.score_diff,
+        direct.game_length,
+    )
+    assert model._final_metrics(result) == eval_metrics(deploy, "random", result)
+
+
+def test_validate_evaluates_the_deployed_policy_in_final_eval_games_or_1000(capsys):
+    for games, played in ((40, 40), (0, 1000)):
+        model = tiny_model(final_eval_games=games, eval_opponent="discard-only")
+        trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False)
+        (logged,) = trainer.validate(model, verbose=False)
+        expected = model.evaluate_deployed(played)
+        prefix = "eval/average/discard-only/"
+        assert logged[prefix + "win_rate"] == pytest.approx(expected.rounds.win_rate)
+        assert logged[prefix + "score_diff"] == pytest.approx(expected.rounds.score_diff)
+        assert f"{played} games" in capsys.readouterr().out
+
+
+def test_sdcfr_rebuilds_every_stored_iteration_with_its_weights_and_weight():
+    model = tiny_model(final_eval_games=0, snapshots=True, weight_exponent=1.5)
+    assert model.policies == ("average", "current", "sdcfr")
+    assert tiny_model().policies == ("average", "current")
+    fit(model, max_epochs=2)
+    agent = model.agent("sdcfr")
+    assert len(agent.agents) == 2
+    weights = torch.tensor([1.0, 2.0**1.5], dtype=torch.float64)
+    torch.testing.assert_close(agent.bounds, weights.cumsum(0) / weights.sum())
+    for (_, states), stored in zip(model._snapshots, model._snapshot_networks(), strict=True):
+        for state, net in zip(states, stored, strict=True):
+            assert not net.training
+            for name, tensor in net.state_dict().items():
+                assert torch.equal(tensor, state[name]), name
+    first, second = model._snapshot_networks()
+    assert not torch.equal(first[0].head.weight, second[0].head.weight)
+    assert not torch.equal(first[0].head.weight, first[1].head.weight)  # one net per seat
