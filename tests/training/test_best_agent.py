@@ -14,7 +14,7 @@ from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr import NetworkConfig
 from lostcities_cfr.errors import AgentSpecError
-from lostcities_cfr.game import Rules
+from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.training.checkpoint import BEST_AGENT
 
 CONFIG = Path(__file__).parents[2] / "configs" / "bc_ppo.yaml"
@@ -51,6 +51,16 @@ def test_the_best_spec_plays_greedy_on_request_and_refuses_anything_else():
     assert agent_from_spec("best:greedy").greedy
     with pytest.raises(AgentSpecError, match="best:oops"):
         agent_from_spec("best:oops")
+    with pytest.raises(AgentSpecError, match=r"unknown option\(s\) temperature; usage: best"):
+        agent_from_spec("best:temperature=0.5")
+
+
+def test_a_seeded_best_agent_replays_its_sampling_whatever_the_global_generator_holds():
+    batch = GameBatch.new(Rules.classic(), 256, seed=3)
+    torch.manual_seed(1)
+    first = agent_from_spec("best", seed=5).act(batch)
+    torch.manual_seed(2)
+    assert torch.equal(agent_from_spec("best", seed=5).act(batch), first)
 
 
 def test_play_offers_the_best_agent_under_classic_rules_and_the_heuristic_otherwise():

@@ -20,6 +20,7 @@ from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training import checkpoint as checkpoint_module
 from lostcities_cfr.training.agents import SeatAgent
 from lostcities_cfr.training.checkpoint import (
+    BEST_AGENT,
     CLASS_PATHS_VARIABLE,
     DEFAULT_MODEL_CLASS,
     allow_class_path,
@@ -34,6 +35,8 @@ from lostcities_cfr.training.checkpoint import (
     read_checkpoint,
     register_model_class,
 )
+
+BEST_CLASS = "lostcities_cfr.baselines.ppo.PPO"  # the shipped agent's class
 
 
 @pytest.fixture
@@ -140,6 +143,14 @@ def test_networks_only_keeps_the_class_arguments_weights_and_iteration(tiny_chec
         "state_dict": checkpoint["state_dict"],
         "iteration": 0,
     }
+    # a PPO checkpoint (or any other registered class) keeps its own class
+    assert networks_only({**bare, "model_class": BEST_CLASS})["model_class"] == BEST_CLASS
+
+
+def test_load_agent_refuses_a_checkpoint_of_other_rules_than_those_it_is_asked_for():
+    with pytest.raises(CheckpointError, match=f"checkpoint {BEST_AGENT}.*expected"):
+        load_agent(BEST_AGENT, rules=Rules.tiny())
+    assert load_agent(BEST_AGENT, rules=Rules.classic()).rules == Rules.classic()
 
 
 def test_class_paths_outside_the_package_load_only_when_allowed(

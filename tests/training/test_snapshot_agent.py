@@ -100,3 +100,37 @@ def test_the_drawn_iterations_actions_reach_their_own_games():
 def test_without_stored_iterations_sdcfr_is_refused_with_the_setting_that_stores_them():
     with pytest.raises(ConfigError, match=r"DeepCFR\(snapshots=True\)"):
         SnapshotAgent([], [])
+
+
+def trained_like_snapshots(k: int) -> list[list[torch.nn.Module]]:
+    """``k`` stored iterations of classic-rules advantage networks with random weights:
+    regret matching on them spreads probability over several legal actions."""
+    torch.manual_seed(11)
+    config = NetworkConfig(width=16, depth=1)
+    return [
+        [config.build(feature_size(CLASSIC), CLASSIC.n_actions) for _ in range(2)] for _ in range(k)
+    ]
+
+
+def test_the_agent_is_named_sdcfr_unless_named_and_samples_unless_greedy():
+    snapshots = trained_like_snapshots(2)
+    batch = GameBatch.new(CLASSIC, 256, seed=12)
+    sampled = SnapshotAgent(snapshots, [1.0, 2.0], seed=0)
+    assert sampled.name == "sdcfr"
+    assert SnapshotAgent(snapshots, [1.0, 2.0], name="mine").name == "mine"
+    # a seeded agent draws fresh numbers at every call: sampling differs, arg-max does not
+    assert not torch.equal(sampled.act(batch), sampled.act(batch))
+    greedy = SnapshotAgent(snapshots, [1.0, 2.0], greedy=True)
+    assert torch.equal(greedy.act(batch), greedy.act(batch))
+
+
+def test_a_seeded_agent_replays_its_sampling_whatever_the_global_generator_holds():
+    snapshots = trained_like_snapshots(3)
+    batch = GameBatch.new(CLASSIC, 256, seed=13)
+    torch.manual_seed(1)
+    first = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=7).act(batch)
+    torch.manual_seed(2)
+    again = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=7).act(batch)
+    assert torch.equal(first, again)
+    other = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=8).act(batch)
+    assert not torch.equal(first, other)
