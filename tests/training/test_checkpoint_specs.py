@@ -12,6 +12,7 @@ import torch
 from tiny_training import positions
 
 from lostcities_cfr.agents import agent_from_spec
+from lostcities_cfr.arena import describe_rules
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import PolicyMLP
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
@@ -145,6 +146,24 @@ def test_networks_only_keeps_the_class_arguments_weights_and_iteration(tiny_chec
     }
     # a PPO checkpoint (or any other registered class) keeps its own class
     assert networks_only({**bare, "model_class": BEST_CLASS})["model_class"] == BEST_CLASS
+
+
+def test_weights_of_another_shape_give_one_line_naming_the_file_the_rules_and_the_weight(
+    tiny_checkpoint, tmp_path
+):
+    path, saved = tiny_checkpoint
+    checkpoint = torch.load(path, weights_only=True)
+    bias = checkpoint["state_dict"]["strategy_net.head.bias"]
+    checkpoint["state_dict"]["strategy_net.head.bias"] = torch.cat([bias, bias[:1]])
+    torch.save(checkpoint, tmp_path / "wider.ckpt")
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path / "wider.ckpt")
+    message = str(refused.value)
+    assert message.startswith(
+        f"checkpoint {tmp_path / 'wider.ckpt'}: its weights do not fit the DeepCFR of "
+        f"{describe_rules(saved.rules)} (size mismatch for strategy_net.head.bias"
+    )
+    assert "\n" not in message and message.endswith(")")
 
 
 def test_load_agent_refuses_a_checkpoint_of_other_rules_than_those_it_is_asked_for():

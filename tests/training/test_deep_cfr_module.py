@@ -260,3 +260,13 @@ def test_sdcfr_rebuilds_every_stored_iteration_with_its_weights_and_weight():
     first, second = model._snapshot_networks()
     assert not torch.equal(first[0].head.weight, second[0].head.weight)
     assert not torch.equal(first[0].head.weight, first[1].head.weight)  # one net per seat
+
+
+def test_sdcfr_rebuilds_stored_iterations_with_the_runs_hidden_features():
+    network = NetworkConfig(width=32, depth=2, hidden_features=("turn",))
+    model = tiny_model(final_eval_games=0, snapshots=True, network=network)
+    fit(model, max_epochs=1)
+    (stored,) = model._snapshot_networks()
+    for net, live in zip(stored, model.advantage_nets, strict=True):
+        assert type(net) is type(live)
+        assert torch.equal(net.hidden, live.hidden) and len(net.hidden) > 0

@@ -57,6 +57,12 @@ def test_the_opponent_draws_from_its_own_seed_and_the_deals_from_the_seed(model)
     assert not same_games(result, evaluate_policy(model, "average", "random", 40, seed=4))
 
 
+def test_the_default_seed_is_zero(model):
+    result = evaluate_policy(model, "average", "random", games=24)
+    assert result.seed == 0
+    assert same_games(result, evaluate_policy(model, "average", "random", games=24, seed=0))
+
+
 def test_greedy_and_sampled_play_are_different_games(model):
     # the untrained strategy network is near uniform: its arg-max plays other moves
     greedy = evaluate_policy(model, "average", "heuristic", games=40, seed=0, greedy=True)

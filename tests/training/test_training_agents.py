@@ -11,6 +11,7 @@ from tiny_training import answer_always, lowest_and_highest_legal, positions, pr
 from lostcities_cfr.cfr import masked_softmax, regret_matching
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.training.agents import SeatAgent, current_agent, policy_agent
 
 TINY = Rules.tiny()
 A = TINY.n_actions
@@ -87,3 +88,36 @@ def test_the_average_agents_policy_is_the_strategy_networks_masked_softmax(batch
 def test_an_unknown_policy_is_refused():
     with pytest.raises(ConfigError, match="policy='best'"):
         tiny_model().agent("best")
+
+
+def test_the_agents_are_named_by_their_policy_and_sample_unless_greedy(batch):
+    """``policy_agent``'s defaults: the average strategy, sampled, named after the policy;
+    a given name wins, and a current-strategy agent's seats carry it with their seat."""
+    model = tiny_model()
+    strategy, advantages = model.strategy_net, list(model.advantage_nets)
+    default = policy_agent(strategy, advantages, seed=0)
+    assert default.name == "average" and default.network is strategy and not default.greedy
+    current = policy_agent(strategy, advantages, "current")
+    assert current.name == "current"
+    assert [seat.name for seat in current.agents] == ["current_p0", "current_p1"]
+    assert not any(seat.greedy for seat in current_agent(advantages).agents)
+    named = policy_agent(strategy, advantages, "current", name="mine")
+    assert named.name == "mine" and named.agents[0].name == "mine_p0"
+    assert policy_agent(strategy, advantages, name="mine").name == "mine"
+    assert SeatAgent(current.agents).name == "seats"
+    snapshots = [advantages, advantages]
+    sdcfr = policy_agent(
+        strategy, advantages, "sdcfr", snapshots=snapshots, snapshot_weights=[1, 2]
+    )
+    assert sdcfr.name == "sdcfr" and sdcfr.agents[0].name == "sdcfr"
+    # the seed reaches SD-CFR's iterations: the same draws whatever torch's global state
+    torch.manual_seed(1)
+    seeded = policy_agent(
+        strategy, advantages, "sdcfr", seed=4, snapshots=snapshots, snapshot_weights=[1, 2]
+    )
+    first = seeded.act(batch)
+    torch.manual_seed(2)
+    again = policy_agent(
+        strategy, advantages, "sdcfr", seed=4, snapshots=snapshots, snapshot_weights=[1, 2]
+    )
+    assert torch.equal(again.act(batch), first)
