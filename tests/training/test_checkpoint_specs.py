@@ -197,6 +197,25 @@ def test_class_paths_outside_the_package_load_only_when_allowed(
     hyperparameters(checkpoint, path)
 
 
+def test_load_model_names_the_file_when_it_refuses_a_class(tiny_checkpoint, tmp_path):
+    path, _ = tiny_checkpoint
+    checkpoint = torch.load(path, weights_only=True)
+    foreign = {**checkpoint, "model_class": "my_lab.models.Mine"}
+    torch.save(foreign, tmp_path / "foreign.ckpt")
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path / "foreign.ckpt")
+    assert str(refused.value).startswith(f"checkpoint {tmp_path / 'foreign.ckpt'}: model_class=")
+    sampler = {"class_path": "my_lab.samplers.Fancy", "init_args": {}}
+    outside = {
+        **checkpoint,
+        "hyper_parameters": {**checkpoint["hyper_parameters"], "sampler": sampler},
+    }
+    torch.save(outside, tmp_path / "outside.ckpt")
+    with pytest.raises(CheckpointError) as refused:
+        load_model(tmp_path / "outside.ckpt")
+    assert str(refused.value).startswith(f"checkpoint {tmp_path / 'outside.ckpt'}: class_path=")
+
+
 def test_torch_class_paths_are_safe_and_a_non_string_class_path_is_refused(tiny_checkpoint):
     path, _ = tiny_checkpoint
     hparams = {"network": {"class_path": "torch.nn.Linear"}, "x": [{"class_path": 3}]}
