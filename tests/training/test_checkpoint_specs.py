@@ -88,7 +88,7 @@ def test_a_flag_name_inside_the_path_stays_part_of_the_path(tiny_checkpoint, tmp
 @pytest.mark.parametrize(
     ("suffix", "message"),
     [
-        (":average:sdcfr", "choose one of :average, :current and :sdcfr, not several"),
+        (":average:sdcfr", "choose one of :average, :current and :sdcfr, not several$"),
         (":current:average:greedy", "choose one of :average, :current and :sdcfr"),
         (":seats=2", r"unknown option\(s\) seats; usage: ckpt:PATH"),
     ],

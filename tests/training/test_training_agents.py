@@ -100,6 +100,7 @@ def test_the_agents_are_named_by_their_policy_and_sample_unless_greedy(batch):
     current = policy_agent(strategy, advantages, "current")
     assert current.name == "current"
     assert [seat.name for seat in current.agents] == ["current_p0", "current_p1"]
+    assert current_agent(advantages).name == "current"
     assert not any(seat.greedy for seat in current_agent(advantages).agents)
     named = policy_agent(strategy, advantages, "current", name="mine")
     assert named.name == "mine" and named.agents[0].name == "mine_p0"
@@ -110,6 +111,10 @@ def test_the_agents_are_named_by_their_policy_and_sample_unless_greedy(batch):
         strategy, advantages, "sdcfr", snapshots=snapshots, snapshot_weights=[1, 2]
     )
     assert sdcfr.name == "sdcfr" and sdcfr.agents[0].name == "sdcfr"
+    named = policy_agent(
+        strategy, advantages, "sdcfr", name="mine", snapshots=snapshots, snapshot_weights=[1, 2]
+    )
+    assert named.name == "mine"
     # the seed reaches SD-CFR's iterations: the same draws whatever torch's global state
     torch.manual_seed(1)
     seeded = policy_agent(
