@@ -15,7 +15,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from run_probes import BufferProbe
-from tiny_training import TINY_MODEL, cli_subprocess, fit, positions, tiny_model
+from tiny_training import CKPT_SUFFIXES, TINY_MODEL, cli_subprocess, fit, positions, tiny_model
 
 from lostcities_cfr import evaluate_cli, play
 from lostcities_cfr.agents import agent_from_spec
@@ -23,7 +23,7 @@ from lostcities_cfr.arena import evaluate
 from lostcities_cfr.arguments import ClosedUnitInterval, PositiveInt
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
-from lostcities_cfr.errors import AgentSpecError, LostCitiesError
+from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
@@ -113,16 +113,7 @@ def test_a_run_killed_mid_iteration_resumes_from_its_last_checkpoint(write_confi
     assert_same_run(resumed.model, reference.model)
 
 
-@pytest.mark.parametrize(
-    ("suffix", "policy", "greedy"),
-    [
-        ("", "average", False),
-        (":average", "average", False),
-        (":current", "current", False),
-        (":current:greedy", "current", True),
-        (":greedy", "average", True),
-    ],
-)
+@pytest.mark.parametrize(("suffix", "policy", "greedy"), CKPT_SUFFIXES)
 def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, policy, greedy):
     path, saved = tiny_checkpoint
     batch = positions(Rules.tiny(), per_depth=64)
@@ -139,12 +130,6 @@ def test_checkpoint_agents_play_the_saved_networks(tiny_checkpoint, suffix, poli
         torch.testing.assert_close(
             load_agent(path).policy(batch), saved.agent("average").policy(batch)
         )
-
-
-def test_checkpoint_spec_rejects_two_policies(tiny_checkpoint):
-    path, _ = tiny_checkpoint
-    with pytest.raises(AgentSpecError, match="one of :average, :current and :sdcfr"):
-        agent_from_spec(f"ckpt:{path}:average:current")
 
 
 class OpenOnLoad:

@@ -43,6 +43,17 @@ TINY_MODEL = {
 """Model arguments of a tiny run, also for building :class:`DeepCFR` directly."""
 
 
+# ``ckpt:PATH`` suffixes and the (policy, greedy) each selects, flags in either order
+CKPT_SUFFIXES = [
+    ("", "average", False),
+    (":average", "average", False),
+    (":greedy", "average", True),
+    (":current", "current", False),
+    (":greedy:current", "current", True),
+    (":current:greedy", "current", True),
+]
+
+
 def tiny_config(run_dir: Path, max_epochs: int = 3, **model: object) -> dict:
     """A whole LightningCLI config of a tiny run in ``run_dir``; ``model`` overrides fields."""
     return {
