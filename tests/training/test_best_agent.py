@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from tiny_training import seeded_play_under_two_global_seeds
 
 from lostcities_cfr import play
 from lostcities_cfr.agents import agent_from_spec
@@ -57,10 +58,7 @@ def test_the_best_spec_plays_greedy_on_request_and_refuses_anything_else():
 
 def test_a_seeded_best_agent_replays_its_sampling_whatever_the_global_generator_holds():
     batch = GameBatch.new(Rules.classic(), 256, seed=3)
-    torch.manual_seed(1)
-    first = agent_from_spec("best", seed=5).act(batch)
-    torch.manual_seed(2)
-    assert torch.equal(agent_from_spec("best", seed=5).act(batch), first)
+    seeded_play_under_two_global_seeds(lambda: agent_from_spec("best", seed=5), batch)
 
 
 def test_play_offers_the_best_agent_under_classic_rules_and_the_heuristic_otherwise():

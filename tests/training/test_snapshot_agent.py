@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_training import seeded_play_under_two_global_seeds
 
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
@@ -127,10 +128,8 @@ def test_the_agent_is_named_sdcfr_unless_named_and_samples_unless_greedy():
 def test_a_seeded_agent_replays_its_sampling_whatever_the_global_generator_holds():
     snapshots = trained_like_snapshots(3)
     batch = GameBatch.new(CLASSIC, 256, seed=13)
-    torch.manual_seed(1)
-    first = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=7).act(batch)
-    torch.manual_seed(2)
-    again = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=7).act(batch)
-    assert torch.equal(first, again)
+    first = seeded_play_under_two_global_seeds(
+        lambda: SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=7), batch
+    )
     other = SnapshotAgent(snapshots, [1.0, 1.0, 1.0], seed=8).act(batch)
     assert not torch.equal(first, other)

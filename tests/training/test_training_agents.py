@@ -4,9 +4,18 @@ masked softmax, and greedy agents play the arg-max."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
-from tiny_training import answer_always, lowest_and_highest_legal, positions, preference, tiny_model
+from tiny_training import (
+    answer_always,
+    lowest_and_highest_legal,
+    positions,
+    preference,
+    seeded_play_under_two_global_seeds,
+    tiny_model,
+)
 
 from lostcities_cfr.cfr import masked_softmax, regret_matching
 from lostcities_cfr.errors import ConfigError
@@ -106,23 +115,15 @@ def test_the_agents_are_named_by_their_policy_and_sample_unless_greedy(batch):
     assert named.name == "mine" and named.agents[0].name == "mine_p0"
     assert policy_agent(strategy, advantages, name="mine").name == "mine"
     assert SeatAgent(current.agents).name == "seats"
-    snapshots = [advantages, advantages]
-    sdcfr = policy_agent(
-        strategy, advantages, "sdcfr", snapshots=snapshots, snapshot_weights=[1, 2]
+    sdcfr = functools.partial(
+        policy_agent,
+        strategy,
+        advantages,
+        "sdcfr",
+        snapshots=[advantages, advantages],
+        snapshot_weights=[1, 2],
     )
-    assert sdcfr.name == "sdcfr" and sdcfr.agents[0].name == "sdcfr"
-    named = policy_agent(
-        strategy, advantages, "sdcfr", name="mine", snapshots=snapshots, snapshot_weights=[1, 2]
-    )
-    assert named.name == "mine"
+    assert sdcfr().name == "sdcfr" and sdcfr().agents[0].name == "sdcfr"
+    assert sdcfr(name="mine").name == "mine"
     # the seed reaches SD-CFR's iterations: the same draws whatever torch's global state
-    torch.manual_seed(1)
-    seeded = policy_agent(
-        strategy, advantages, "sdcfr", seed=4, snapshots=snapshots, snapshot_weights=[1, 2]
-    )
-    first = seeded.act(batch)
-    torch.manual_seed(2)
-    again = policy_agent(
-        strategy, advantages, "sdcfr", seed=4, snapshots=snapshots, snapshot_weights=[1, 2]
-    )
-    assert torch.equal(again.act(batch), first)
+    seeded_play_under_two_global_seeds(lambda: sdcfr(seed=4), batch)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
-from lostcities_cfr.agents import random_legal_actions
+from lostcities_cfr.agents import Agent, random_legal_actions
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig, PolicyMLP
 from lostcities_cfr.game import GameBatch, Rules
@@ -52,6 +52,20 @@ CKPT_SUFFIXES = [
     (":greedy:current", "current", True),
     (":current:greedy", "current", True),
 ]
+
+
+def seeded_play_under_two_global_seeds(
+    make_agent: Callable[[], Agent], batch: GameBatch
+) -> torch.Tensor:
+    """[B] actions of ``make_agent()`` on ``batch``, asserted equal when the agent is built
+    and plays under two different global torch seeds: a seeded agent draws from its own
+    generator only."""
+    played = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        played.append(make_agent().act(batch))
+    assert torch.equal(*played)
+    return played[0]
 
 
 def tiny_config(run_dir: Path, max_epochs: int = 3, **model: object) -> dict:
