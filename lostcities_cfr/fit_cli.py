@@ -45,13 +45,13 @@ import pytorch_lightning as pl
 import torch
 import yaml
 from lightning_fabric.utilities.exceptions import MisconfigurationException
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import Timer
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from lostcities_cfr import runs
 from lostcities_cfr.arguments import PositiveInt
-from lostcities_cfr.callbacks import SaveConfigToLoggers
+from lostcities_cfr.callbacks import RunCheckpoint, SaveConfigToLoggers
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.training.checkpoint import (
     DEFAULT_MODEL_CLASS,
@@ -118,7 +118,7 @@ class DeepCFRCLI(LightningCLI):
     """LightningCLI for :class:`DeepCFR` with the run-folder and seeding conventions above."""
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
+        parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults(
             {
                 # One file, the latest iteration's, with last.ckpt a link to it: reservoirs make
@@ -204,7 +204,10 @@ class DeepCFRCLI(LightningCLI):
             raise ConfigError(_reason(error)) from None
 
     def after_instantiate_classes(self) -> None:
-        if self.subcommand != "fit" or not _first_process():
+        if self.subcommand != "fit":
+            return
+        _time_limit_between_iterations(self.trainer, self.config.fit.trainer.max_time)
+        if not _first_process():
             return
         folders = {"run": self.trainer.default_root_dir}
         if self.trainer.checkpoint_callback is not None:
@@ -233,6 +236,22 @@ def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
         auto_configure_optimizers=False,
         parser_class=OneLineErrorParser,
     )
+
+
+def _time_limit_between_iterations(trainer: pl.Trainer, max_time: Any) -> None:
+    """Make ``trainer.max_time`` end the run between two iterations, never inside one.
+
+    Lightning's ``Timer`` checks the time after every training step, so a time limit would
+    cut an iteration after its traversal and a few updates: its networks half-trained, its
+    rows in the reservoirs, and a checkpoint of it that a resume would traverse again. Checked
+    after each iteration instead, the run ends up to one iteration past ``max_time``.
+    """
+    if max_time is None:
+        return
+    trainer.callbacks = [
+        Timer(duration=max_time, interval="epoch") if isinstance(c, Timer) else c
+        for c in trainer.callbacks
+    ]
 
 
 def _first_process() -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.training.checkpoint import trained_iterations
 
 LAST = "last"
 LAST_IF_PRESENT = "last_if_present"
@@ -124,7 +125,7 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
 def check_max_epochs(checkpoint: dict[str, Any], max_epochs: int | None, path: Path) -> None:
     """Refuse a resume whose ``trainer.max_epochs`` lies below the iterations already run
     (Lightning would stop it with a traceback once the checkpoint is loaded)."""
-    done = checkpoint.get("epoch", -1) + 1  # saved at the end of an iteration
+    done = trained_iterations(checkpoint)
     if max_epochs not in (None, -1) and done > max_epochs:
         raise ConfigError(
             f"trainer.max_epochs={max_epochs}: {path} has already run {done} iterations; "

@@ -1,8 +1,9 @@
 """The strength recipe with one ingredient off: configs for the ablation table.
 
 Reads ``configs/classic_strong.yaml`` and writes one config per variant to ``--out``
-(``<out>/<variant>.yaml``, each run saving under ``<out>/<variant>/`` and its ``last.ckpt``
-after every iteration), all with the same ``trainer.max_time`` of ``--minutes``:
+(``<out>/<variant>.yaml``, each run saving under ``<out>/<variant>/``: its checkpoints, the
+recipe's ``best.ckpt``, and ``final.ckpt``, the networks the budget ends on), all with the
+same ``trainer.max_time`` of ``--minutes``:
 
 - ``recipe``: the config as shipped;
 - ``budgeted``: Deep CFR's playout sampler (``BudgetedSampling``, as
@@ -89,12 +90,6 @@ def variant(recipe: dict, name: str, minutes: int, out: Path) -> dict:
         logger["init_args"]["save_dir"] = root
         if logger["init_args"].get("name") != "csv":
             logger["init_args"]["name"] = name
-    for callback in trainer["callbacks"]:
-        if callback["class_path"].endswith("ModelCheckpoint"):
-            callback["init_args"]["dirpath"] = f"{root}/checkpoints"
-    # last.ckpt after every iteration, so that it holds the one the budget ends on (the
-    # recipe writes it every 10th: its reservoirs are large after 90 minutes, not 25).
-    config["checkpoint"]["every_n_epochs"] = 1
     VARIANTS[name](config["model"])
     return config
 

@@ -36,6 +36,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "training"))
 from tiny_training import tiny_config
 
+from lostcities_cfr.callbacks.run_checkpoint import FINAL_FILE
+from lostcities_cfr.training.checkpoint import read_checkpoint, trained_iterations
+
 TINY_CONFIG = tiny_config(Path("run"), max_epochs=2)
 
 
@@ -141,8 +144,22 @@ CASES = [
     ),
     Case(
         "SIGINT (Ctrl-C) during a run",
-        [*FIT, *folder("interrupted"), "--trainer.max_epochs", "200"],
+        [*FIT, *folder("interrupted"), "--trainer.max_epochs", "100000"],
         kill=signal.SIGINT,
+    ),
+    Case(
+        "a run ended by its time limit between two checkpoints",
+        [
+            *FIT,
+            *folder("timed"),
+            "--trainer.max_epochs",
+            "100000",
+            "--trainer.max_time",
+            "00:00:00:05",
+            "--checkpoint.every_n_epochs",
+            "1000",
+        ],
+        shows=r"Final evaluation of iteration",
     ),
     Case(
         "a checkpoint of other rules (tiny) in a classic game",
@@ -238,7 +255,7 @@ def last_iterations(work: Path) -> dict[str, int | str]:
     found: dict[str, int | str] = {}
     for last in sorted(work.glob("*/checkpoints/last.ckpt")):
         try:
-            found[last.parent.parent.name] = torch.load(last, weights_only=True)["epoch"] + 1
+            found[last.parent.parent.name] = trained_iterations(read_checkpoint(last))
         except Exception:
             found[last.parent.parent.name] = "unreadable" if last.exists() else "missing"
     return found
@@ -299,9 +316,22 @@ def _killed(case: Case, command: list[str], work: Path) -> tuple[int, str, str]:
             break
         time.sleep(0.01)
     process.send_signal(case.kill)
-    out, err = process.communicate(timeout=120)
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # a row that says so, rather than no table
+        process.kill()
+        out, err = process.communicate()
+        # What the run printed of the interrupt, if anything (an exception ignored in a
+        # finaliser, say), then the note that ends the row.
+        said = [line for line in err.splitlines() if "Interrupt" in line or "ignored" in line]
+        err += "\n" + " ".join(said[-2:]) + f" (still running 120 s after {case.kill.name}: killed)"
     iteration = last_iterations(work).get(run_dir.name, "none")
-    err += f"\n(after {case.kill.name}: last.ckpt holds iteration {iteration})"
+    final = run_dir / "checkpoints" / FINAL_FILE
+    networks = trained_iterations(read_checkpoint(final)) if final.is_file() else "none"
+    err += (
+        f"\n(after {case.kill.name}: last.ckpt holds iteration {iteration}, "
+        f"{FINAL_FILE} the networks of iteration {networks})"
+    )
     return process.returncode, out + err, err
 
 

@@ -12,6 +12,7 @@ import torch
 from pytorch_lightning.callbacks import Checkpoint
 
 from lostcities_cfr.callbacks.base import TraversalCallback
+from lostcities_cfr.callbacks.best_checkpoint import BestCheckpoint
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.training import metrics
 
@@ -73,8 +74,8 @@ class PhaseTimer(TraversalCallback):
     - ``time/elapsed_s``: seconds since training started, at the iteration's end
       (a resumed run continues the clock where its checkpoint left it), the
       x-axis of learning curves against wall-clock (``scripts/strength_curves.py``);
-    - ``time/eval_s``: this iteration's :class:`PeriodicEvaluation` time (0
-      when none ran);
+    - ``time/eval_s``: this iteration's :class:`PeriodicEvaluation` and
+      :class:`BestCheckpoint` time (0 when none ran);
     - ``time/<phase>_share`` for each phase the model times (``DeepCFR``:
       ``traversal``, ``policy_network``, ``memory_add``, ``advantage_train``,
       ``strategy_train``; ``PPO``: ``rollout``, ``policy_network``, ``update``)
@@ -157,7 +158,7 @@ class PhaseTimer(TraversalCallback):
         return sum(
             c.last_seconds
             for c in trainer.callbacks
-            if isinstance(c, PeriodicEvaluation) and c.last_iteration == iteration
+            if isinstance(c, PeriodicEvaluation | BestCheckpoint) and c.last_iteration == iteration
         )
 
     @staticmethod

@@ -332,9 +332,33 @@ def networks_only(checkpoint: dict[str, Any]) -> dict[str, Any]:
         MODEL_CLASS_KEY: checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS),
         "hyper_parameters": checkpoint.get("hyper_parameters", {}),
         "state_dict": checkpoint["state_dict"],
-        # Lightning's epoch counts from 0; one epoch is one iteration
-        "iteration": checkpoint.get("epoch", -1) + 1,
+        "iteration": trained_iterations(checkpoint),
     }
+
+
+def trained_iterations(checkpoint: dict[str, Any]) -> int:
+    """The iterations (Lightning epochs) whose training had ended when ``checkpoint`` was saved.
+
+    Read from Lightning's loop state, which every checkpoint of ``fit`` holds: its ``epoch``
+    alone is ambiguous, since a checkpoint saved at an iteration's end holds the iteration's
+    0-based epoch and one saved when ``fit`` ends holds the count of iterations. Files without
+    the loop state (:func:`networks_only`'s) keep the count as ``iteration``.
+    """
+    progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
+    if "current" in progress:
+        return int(progress["current"]["processed"])
+    if "iteration" in checkpoint:
+        return int(checkpoint["iteration"])
+    return checkpoint.get("epoch", -1) + 1  # an epoch-end checkpoint without loop state
+
+
+def cut_iteration(checkpoint: dict[str, Any]) -> bool:
+    """Whether ``checkpoint`` holds networks in the middle of an iteration's training: saved
+    after its updates began and before they ended (a run interrupted then). A run
+    interrupted in its traversal holds the last whole iteration's networks."""
+    progress = checkpoint.get("loops", {}).get("fit_loop", {}).get("epoch_progress", {})
+    current = progress.get("current", {})
+    return current.get("started", 0) > current.get("processed", 0)
 
 
 def check_finite_weights(checkpoint: dict[str, Any], path: str | Path) -> None:

@@ -49,6 +49,17 @@ def policy_label(policy: str, greedy: bool) -> str:
     return f"{policy}:greedy" if greedy else policy
 
 
+def deployed_policy(model: PolicyModel) -> tuple[str, bool]:
+    """``(policy, greedy)``: what an agent of ``model`` plays unless told otherwise (what
+    ``ckpt:PATH`` plays). ``DeepCFR`` names it in its ``deploy`` argument
+    (``"average:greedy"``); a model without one deploys its first policy, sampled."""
+    deploy = getattr(model, "hparams", {}).get("deploy")
+    if deploy is None:
+        return model.policies[0], False
+    policy, _, how = deploy.partition(":")
+    return policy, how == "greedy"
+
+
 def evaluate_policy(
     model: PolicyModel,
     policy: str,

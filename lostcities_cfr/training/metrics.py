@@ -43,16 +43,18 @@ def phase_share(phase: str) -> str:
     return f"time/{phase}_share"
 
 
-def eval_prefix(policy: str, opponent: str) -> str:
+def eval_prefix(policy: str, opponent: str, root: str = "eval") -> str:
     """``eval/<policy>/<opponent>/``; a ``/`` in the opponent's spec (a checkpoint path)
     becomes ``_`` so that the metric tree keeps three levels."""
-    return f"eval/{policy}/{opponent.replace('/', '_')}/"
+    return f"{root}/{policy}/{opponent.replace('/', '_')}/"
 
 
-def eval_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[str, float]:
+def eval_metrics(
+    policy: str, opponent: str, result: EvaluationResult, root: str = "eval"
+) -> dict[str, float]:
     """The logged figures of one evaluation of ``policy`` against ``opponent``: the win rate
-    and the score difference per game, each with its 95% interval bounds."""
-    prefix = eval_prefix(policy, opponent)
+    and the score difference per game, each with its 95% interval bounds, under ``root``."""
+    prefix = eval_prefix(policy, opponent, root)
     rounds = result.rounds
     return {
         prefix + "win_rate": rounds.win_rate,
@@ -62,6 +64,12 @@ def eval_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[s
         prefix + "score_diff_ci_low": rounds.score_diff_ci[0],
         prefix + "score_diff_ci_high": rounds.score_diff_ci[1],
     }
+
+
+def best_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[str, float]:
+    """``best/<policy>/<opponent>/...``: :func:`eval_metrics` of the measurement that
+    ``BestCheckpoint`` selects ``best.ckpt`` on (its own deals, not the learning curve's)."""
+    return eval_metrics(policy, opponent, result, root="best")
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,20 @@ METRICS: tuple[Metric, ...] = (
         "`PeriodicEvaluation`",
         "one evaluation's seconds, evaluation seconds per iteration so far, all results as "
         "rows (a W&B table)",
+    ),
+    Metric(
+        (
+            "best/<policy>/<opponent>/win_rate",
+            "best/<policy>/<opponent>/win_rate_ci_low",
+            "best/<policy>/<opponent>/win_rate_ci_high",
+            "best/<policy>/<opponent>/score_diff",
+            "best/<policy>/<opponent>/score_diff_ci_low",
+            "best/<policy>/<opponent>/score_diff_ci_high",
+            "best/iteration",
+        ),
+        "`BestCheckpoint`",
+        "the deployed policy against the selection opponent on the selection deals, and the "
+        "iteration `best.ckpt` holds (the highest lower bound of the win rate so far)",
     ),
     Metric(
         ("compile/seconds", "compile/inference", "compile/training"),

@@ -83,7 +83,7 @@ from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
-from lostcities_cfr.training.evaluation import evaluate_policy
+from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 
 PLAYERS = (0, 1)
@@ -276,8 +276,8 @@ class DeepCFR(pl.LightningModule):
         (regret matching on the advantage networks) or ``"sdcfr"`` strategy; None plays
         ``deploy``, greedily where it says so (``greedy`` too)."""
         if policy is None:
-            policy, _, how = self.hparams.deploy.partition(":")
-            greedy = greedy or how == "greedy"
+            policy, deployed_greedy = deployed_policy(self)
+            greedy = greedy or deployed_greedy
         iterations = [t for t, _ in self._snapshots]
         weights = [float(t) ** self.hparams.weight_exponent for t in iterations]
         return policy_agent(
@@ -608,10 +608,22 @@ class DeepCFR(pl.LightningModule):
         games = self.hparams.final_eval_games
         if not games or not self.trainer.is_global_zero:
             return
+        # Lightning has counted the last epoch as completed: current_epoch is its iteration.
+        iteration = self.current_epoch
+        # The networks-only file of the run's end (callbacks.RunCheckpoint, which fit adds).
+        saved = next(
+            (
+                c.final_path
+                for c in self.trainer.checkpoint_callbacks
+                if getattr(c, "final_path", None)
+            ),
+            None,
+        )
+        where = f"saved in {saved}" if saved else "in no file: the trainer has no RunCheckpoint"
+        self.print(f"Final evaluation of iteration {iteration}'s networks ({where}):")
         result = self.evaluate_deployed(games)
         self.print(result.format_table())
-        # Lightning has counted the last epoch as completed: current_epoch is its iteration.
-        final = {metrics.ITERATION: float(self.current_epoch), **self._final_metrics(result)}
+        final = {metrics.ITERATION: float(iteration), **self._final_metrics(result)}
         for logger in self.loggers:
             logger.log_metrics(final, step=self.trainer.global_step)
 
@@ -624,9 +636,9 @@ class DeepCFR(pl.LightningModule):
     def evaluate_deployed(self, games: int) -> EvaluationResult:
         """The deployed policy (``deploy``) against ``eval_opponent`` in ``games`` duplicate
         games."""
-        policy, _, how = self.hparams.deploy.partition(":")
+        policy, greedy = deployed_policy(self)
         return evaluate_policy(
-            self, policy, self.hparams.eval_opponent, games, self.hparams.seed, how == "greedy"
+            self, policy, self.hparams.eval_opponent, games, self.hparams.seed, greedy
         )
 
     def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:

@@ -5,6 +5,7 @@ import sys
 import pytest
 import yaml
 
+from lostcities_cfr.callbacks import BestCheckpoint
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.cfr.escher import ESCHERSampling
@@ -62,8 +63,16 @@ def test_each_variant_changes_only_its_ingredient_and_keeps_the_budget(written, 
         }
     for name, config in written.items():
         assert config["trainer"]["max_time"] == "00:00:25:00"
-        assert config["checkpoint"]["every_n_epochs"] == 1  # last.ckpt: the final iteration
         assert config["trainer"]["default_root_dir"] == str(tmp_path / name)
+
+
+def test_each_variant_saves_its_checkpoints_in_its_own_folder(written, tmp_path):
+    cli = build_cli(["--config", str(tmp_path / "no_cut.yaml")], run=False)
+    folder = tmp_path / "no_cut" / "checkpoints"
+    assert cli.trainer.checkpoint_callback.dirpath == str(folder)
+    best = next(c for c in cli.trainer.callbacks if isinstance(c, BestCheckpoint))
+    best.setup(cli.trainer, cli.model, "fit")
+    assert best.path == folder / "best.ckpt"
 
 
 @pytest.mark.parametrize("name", ["budgeted", "mlp", "no_length"])

@@ -36,16 +36,28 @@ class RecordingExternalSampling(ExternalSampling):
 
 
 class StallAtIteration(pl.Callback):
-    """At the start of ``iteration``'s traversal, touch ``marker`` and sleep: a run to kill
-    in the middle of that iteration, after the checkpoint of the one before."""
+    """At the start of ``iteration``'s traversal (or after its first update, ``during=
+    "updates"``), touch ``marker`` and sleep: a run to kill in the middle of that iteration,
+    after the checkpoint of the one before."""
 
-    def __init__(self, iteration: int, marker: str, seconds: float = 300.0) -> None:
+    def __init__(
+        self, iteration: int, marker: str, seconds: float = 300.0, during: str = "traversal"
+    ) -> None:
         self.iteration = iteration
         self.marker = marker
         self.seconds = seconds
+        self.during = during
 
     def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if pl_module.iteration == self.iteration:
+        if self.during == "traversal":
+            self._stall(pl_module.iteration)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.during == "updates" and batch_idx == 0:
+            self._stall(pl_module.iteration)
+
+    def _stall(self, iteration: int) -> None:
+        if iteration == self.iteration:
             Path(self.marker).touch()
             time.sleep(self.seconds)
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
 from pytorch_lightning.callbacks import Timer
 
 from lostcities_cfr.baselines import PPO
+from lostcities_cfr.callbacks import BestCheckpoint
+from lostcities_cfr.callbacks.run_checkpoint import FINAL_FILE
 from lostcities_cfr.cli import main
 from lostcities_cfr.fit_cli import build_cli, run
 from lostcities_cfr.training import DeepCFR, load_model
@@ -95,3 +98,15 @@ def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
     # Resuming in the same folder (config.yaml already there) continues with iteration 3.
     cli = run("fit", ["--config", config, "--trainer.max_epochs", "3", "--ckpt_path", "last"])
     assert cli.model.current_epoch == 3
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
+def test_a_config_header_names_the_file_its_run_leaves_with_the_strongest_agent(config):
+    header = [line for line in config.read_text().splitlines() if line.startswith("#")]
+    named = [Path(p) for line in header for p in re.findall(r"ckpt:(\S+)", line)]
+    cli = build_cli(["--config", str(config)], run=False)
+    folder = Path(cli.trainer.checkpoint_callback.dirpath)
+    best = [c for c in cli.trainer.callbacks if isinstance(c, BestCheckpoint)]
+    # best.ckpt where the run selects one, else final.ckpt: the networks it measured last
+    strongest = best[0].filename if best else FINAL_FILE
+    assert all(path.resolve() == (folder / strongest).resolve() for path in named), named
