@@ -32,3 +32,8 @@ class CheckpointError(LostCitiesError, ValueError):
 class NonFiniteError(LostCitiesError, ValueError):
     """A loss or a training row that is NaN or infinite: training stops rather than learn
     from it, and the last checkpoint (written before it) is kept."""
+
+
+class ReplayError(LostCitiesError, ValueError):
+    """A file of recorded games (``evaluate --record``) that cannot be read or does not
+    replay: the message names the file, the line and the field."""
