@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import secrets
 from importlib import resources
-from typing import Literal
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from lostcities_cfr.agents import Agent, agent_name
@@ -44,9 +43,17 @@ class NewGame(BaseModel):
     """A new match: the person's seat in its first round, its rounds, the deals' seed."""
 
     model_config = ConfigDict(extra="forbid")
-    seat: Literal[0, 1] = 0
-    rounds: Literal[1, 3] = 3
+    # strict ints: a Literal[0, 1] would take true and 1.0 for 1
+    seat: StrictInt = Field(default=0, ge=0, le=1)
+    rounds: StrictInt = 3
     seed: StrictInt | None = Field(default=None, ge=0, le=MAX_SEED)
+
+    @field_validator("rounds")
+    @classmethod
+    def _one_or_three(cls, rounds: int) -> int:
+        if rounds not in (1, 3):
+            raise ValueError("a game is 1 round or a match of 3")
+        return rounds
 
 
 class Move(BaseModel):

@@ -108,7 +108,8 @@ class Match:
             "agent": agent_name(self.agent),
             "explains": isinstance(self.agent, Explainer),
             "rules": self.rules.preset_name(),
-            "seed": self.seed,
+            # the seed names the deck order: shown once the round can no longer gain from it
+            "seed": self.seed if state.is_terminal else None,
             "round": self.round_index + 1,
             "rounds": self.rounds,
             "you": you,

@@ -31,6 +31,12 @@ async function api(method, path, body) {
   return data;
 }
 
+// The page's own clock from a click to the page redrawn: document.body.dataset.lastMs
+// (scripts/bench_serve.py --browser reads it; it is free of the test driver's overheads).
+function timed(started) {
+  document.body.dataset.lastMs = (performance.now() - started).toFixed(1);
+}
+
 function showError(error) {
   $("error").hidden = !error;
   $("error").textContent = error ? String(error.message || error) : "";
@@ -134,8 +140,10 @@ async function newGame() {
 
 async function move(action) {
   if (busy || !game) return;
+  const started = performance.now();
   const view = await request("POST", `/api/games/${game.id}/moves`, { action, turn: game.board.turn });
   if (view) renderGame(view);
+  timed(started);
 }
 
 async function nextRound() {
@@ -172,7 +180,8 @@ function renderGame(view) {
   if (!view.round_over) rows.push(el("tr", {}, el("td", {}, `round ${view.round} (so far)`), el("td", { class: "number" }, s.round[0]), el("td", { class: "number" }, s.round[1])));
   if (view.rounds > 1) rows.push(el("tr", { class: "chosen" }, el("td", {}, "match"), el("td", { class: "number" }, s.match[0]), el("td", { class: "number" }, s.match[1])));
   $("scores").replaceChildren(
-    el("div", { class: "note" }, `Round ${view.round} of ${view.rounds} · ${view.rules} rules · deal seed ${view.seed} · you ${view.you === 0 ? "move first" : "move second"}`),
+    el("div", { class: "note" }, `Round ${view.round} of ${view.rounds} · ${view.rules} rules · you ${view.you === 0 ? "move first" : "move second"}` +
+      (view.seed === null ? "" : ` · deals from seed ${view.seed} (play --seed ${view.seed} deals them again)`)),
     el("table", {}, el("thead", {}, el("tr", {}, el("th"), el("th", { class: "number" }, "you"), el("th", { class: "number" }, view.agent))), el("tbody", {}, rows)));
 
   const summary = $("summary");
@@ -198,11 +207,13 @@ function renderSummary(summary, name) {
 const replay = { games: [], sortKey: "game", ascending: true, game: null, step: 0, steps: 0 };
 
 async function loadReplays() {
+  const started = performance.now();
   try {
     const data = await api("GET", "/api/replays");
     replay.games = data.games;
     $("replay-file").textContent = `${data.file}: ${data.games.length} games. Click a column to sort, a game to open it.`;
     renderGameList();
+    timed(started);
   } catch (error) {
     showError(error);
   }
@@ -224,6 +235,7 @@ function renderGameList() {
 }
 
 async function openReplay(gameIndex, step) {
+  const started = performance.now();
   try {
     const view = await api("GET", `/api/replays/${gameIndex}?step=${step}`);
     showError(null);
@@ -231,6 +243,7 @@ async function openReplay(gameIndex, step) {
     Object.assign(replay, { game: view.game, step: view.step, steps: view.steps });
     if (changed) renderGameList();
     renderReplay(view);
+    timed(started);
   } catch (error) {
     showError(error);
   }
@@ -278,9 +291,11 @@ for (const th of document.querySelectorAll("#games th.sortable")) {
   th.addEventListener("click", () => {
     const key = th.dataset.key;
     // a new column sorts ascending first: the score difference's worst losses on top
+    const started = performance.now();
     replay.ascending = replay.sortKey === key ? !replay.ascending : true;
     replay.sortKey = key;
     renderGameList();
+    timed(started);
   });
 }
 document.addEventListener("keydown", (event) => {
