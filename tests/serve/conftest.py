@@ -37,6 +37,17 @@ def app(record_file):
 
 
 @pytest.fixture
-def client(app) -> TestClient:
-    """One browser session (the client keeps its cookie)."""
-    return TestClient(app, base_url=BASE_URL)
+def connect():
+    """``connect(app, **options)``: a new browser session on ``app`` (a test client, which
+    keeps its cookie), as a local host the app answers."""
+
+    def connect(app, **options) -> TestClient:
+        return TestClient(app, base_url=BASE_URL, **options)
+
+    return connect
+
+
+@pytest.fixture
+def client(app, connect) -> TestClient:
+    """One browser session."""
+    return connect(app)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import BASE_URL
 from fastapi.testclient import TestClient
 from torch import nn
 
@@ -46,7 +45,7 @@ def test_the_page_and_its_files_are_served_with_a_session_cookie(client):
         response = client.get(f"/static/{name}")
         assert response.status_code == 200 and kind in response.headers["content-type"]
     # nothing is fetched from elsewhere: every script and style is the package's own
-    assert "http" not in page.text.replace(BASE_URL, "")
+    assert "http" not in page.text
     info = client.get("/api/info").json()
     assert info == {"agent": "heuristic", "rules": "classic", "replay": "games.jsonl"}
 
@@ -136,9 +135,9 @@ def test_a_second_click_on_the_same_turn_is_refused_not_played_twice(client):
     assert client.get(f"/api/games/{game['id']}").json() == first.json()
 
 
-def test_browser_sessions_see_only_their_own_games(app, client):
+def test_browser_sessions_see_only_their_own_games(app, client, connect):
     game = new_game(client, seed=1)
-    other = TestClient(app, base_url=BASE_URL)
+    other = connect(app)
     other.get("/")
     for response in (
         other.get(f"/api/games/{game['id']}"),
@@ -188,9 +187,9 @@ def advantage_agent() -> NetworkAgent:
     return NetworkAgent(network, regret_matching, seed=0, outputs_label="advantage")
 
 
-def test_a_cfr_agent_shows_its_probabilities_and_advantages():
+def test_a_cfr_agent_shows_its_probabilities_and_advantages(connect):
     agent = advantage_agent()
-    client = TestClient(create_app(agent, CLASSIC), base_url=BASE_URL)
+    client = connect(create_app(agent, CLASSIC))
     game = new_game(client, seed=5, seat=1, rounds=1)
     card = game["replies"][0]
     assert card["explained"] and card["labels"] == ["probability", "advantage"]
@@ -250,24 +249,22 @@ def test_replay_requests_out_of_range_are_refused_by_name(client, path, status, 
     assert response.status_code == status and message in response.json()["detail"]
 
 
-def test_without_a_replay_file_the_replays_are_refused_with_the_way_to_get_one():
-    client = TestClient(create_app(HeuristicAgent(), CLASSIC), base_url=BASE_URL)
+def test_without_a_replay_file_the_replays_are_refused_with_the_way_to_get_one(connect):
+    client = connect(create_app(HeuristicAgent(), CLASSIC))
     response = client.get("/api/replays")
     assert response.status_code == 404
     assert "serve --replay FILE" in response.json()["detail"]
 
 
 def test_a_replay_shows_why_an_agent_is_not_rebuilt_and_refuses_a_game_that_does_not_replay(
-    record_file, tmp_path
+    record_file, tmp_path, connect
 ):
     lines = [json.loads(line) for line in Path(record_file).read_text().splitlines()]
     lines[0]["seats"] = ["py:os:getcwd", "heuristic"]
     lines[1]["actions"][3] = 999
     path = tmp_path / "edited.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    client = TestClient(
-        create_app(HeuristicAgent(), CLASSIC, ReplayLibrary(path)), base_url=BASE_URL
-    )
+    client = connect(create_app(HeuristicAgent(), CLASSIC, ReplayLibrary(path)))
     decision = client.get("/api/replays/0?step=0").json()["decision"]
     assert decision["agent"] == "py:os:getcwd"
     assert "a py: agent is not rebuilt from a file" in decision["unavailable"]

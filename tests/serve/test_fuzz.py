@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 import random
 
-from conftest import BASE_URL
-from fastapi.testclient import TestClient
-
 REQUESTS = 500
 
 
@@ -77,10 +74,10 @@ def malformed(rng: random.Random, game: dict, replay_steps: int) -> tuple[str, s
     return "POST", moves, {"json": {"action": 1, "turn": turn}, "headers": {"host": "evil.test"}}
 
 
-def test_500_malformed_or_illegal_requests_get_4xx_answers_and_change_no_game(app):
+def test_500_malformed_or_illegal_requests_get_4xx_answers_and_change_no_game(app, connect):
     rng = random.Random(2027)
-    person = TestClient(app, base_url=BASE_URL, raise_server_exceptions=False)
-    stranger = TestClient(app, base_url=BASE_URL, raise_server_exceptions=False)
+    person = connect(app, raise_server_exceptions=False)
+    stranger = connect(app, raise_server_exceptions=False)
     game = person.post("/api/games", json={"seed": 11}).json()
     game = person.post(
         f"/api/games/{game['id']}/moves",
