@@ -16,6 +16,10 @@ of its answer:
 - ``server start``: from launch to the first answer (importing Lightning for ``best``, and
   loading the agents the file names).
 
+With ``--recording`` it also times ``evaluate`` of ``AGENT`` against ``heuristic`` (1000
+games, one thread) with and without a ``GameRecorder``, alternating, three times each in
+this process: ``evaluate (plain)`` and ``evaluate (recorded)``.
+
 With ``--browser`` it also drives headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, as the browser test does) through the page, and reads the page's own
 clock (``performance.now()`` from the click to the page redrawn, free of the driver's
@@ -26,7 +30,8 @@ page opens), ``browser: move`` (a move button, until the agent's answer is drawn
 Without ``--record FILE`` it first writes one with ``evaluate --agent best --opponent
 heuristic --games 1000 --record``. ``--json`` prints the same figures for machines.
 
-    python scripts/bench_serve.py [--agent best] [--rounds 3] [--record FILE] [--browser] [--json]
+    python scripts/bench_serve.py [--agent best] [--rounds 3] [--record FILE] [--browser]
+        [--recording] [--json]
 """
 
 from __future__ import annotations
@@ -189,6 +194,25 @@ def browser_timings(port: int, rng: random.Random, clicks: int = 20) -> dict[str
     return {f"browser: {name}": seconds for name, seconds in timings.items()}
 
 
+def recording_overhead(agent: str, repeats: int = 3) -> dict[str, list[float]]:
+    """Seconds of the arena's games (``EvaluationResult.seconds``) with and without recording."""
+    import torch
+
+    from lostcities_cfr.agents import agent_from_spec
+    from lostcities_cfr.arena import evaluate
+    from lostcities_cfr.recording import GameRecorder
+
+    torch.set_num_threads(1)
+    players = agent_from_spec(agent, seed=1), agent_from_spec("heuristic", seed=2)
+    evaluate(*players, 200)  # warm-up
+    timings: dict[str, list[float]] = {"evaluate (plain)": [], "evaluate (recorded)": []}
+    for _ in range(repeats):
+        timings["evaluate (plain)"].append(evaluate(*players, 1000).seconds)
+        recorded = evaluate(*players, 1000, recorder=GameRecorder()).seconds
+        timings["evaluate (recorded)"].append(recorded)
+    return timings
+
+
 def row(name: str, seconds: list[float]) -> dict:
     ms = sorted(1000 * s for s in seconds)
     return {
@@ -208,6 +232,9 @@ def main() -> None:
     parser.add_argument("--record", type=Path, help="a record file (default: write one)")
     parser.add_argument("--replays", type=int, default=5, help="games stepped through (5)")
     parser.add_argument("--browser", action="store_true", help="also time the page in Chromium")
+    parser.add_argument(
+        "--recording", action="store_true", help="also time evaluate with and without recording"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -241,6 +268,8 @@ def main() -> None:
         row("server start", [start_seconds]),
         *(row(name, seconds) for name, seconds in browser.items()),
     ]
+    if args.recording:
+        rows += [row(name, s) for name, s in recording_overhead(args.agent).items()]
     if args.json:
         print(json.dumps({"agent": args.agent, "games": len(records), "rows": rows}, indent=2))
         return
