@@ -106,7 +106,6 @@ class Match:
         return {
             "id": game_id,
             "agent": agent_name(self.agent),
-            "explains": isinstance(self.agent, Explainer),
             "rules": self.rules.preset_name(),
             # the seed names the deck order: shown once the round can no longer gain from it
             "seed": self.seed if state.is_terminal else None,
