@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _check_writable(parser: argparse.ArgumentParser, path: Path) -> None:
-    """A parser error unless ``path`` can be written (it is created, or emptied, now)."""
+    """A parser error unless ``path`` can be written (it is created with its folders, or
+    emptied, now)."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")
     except OSError as error:
         parser.error(f"--record {path}: cannot write it ({error.strerror})")

@@ -168,8 +168,14 @@ def test_evaluate_record_writes_every_game_and_prints_the_same_figures(tmp_path,
 
 
 def test_evaluate_refuses_an_unwritable_record_file_before_playing(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("")
     with pytest.raises(SystemExit) as exit_:
-        main(["--agent", "random", "--games", "2", "--record", str(tmp_path / "no" / "x.jsonl")])
+        main(["--agent", "random", "--games", "2", "--record", str(tmp_path / "a_file" / "x")])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "--record" in err and "x.jsonl: cannot write it (No such file or directory)" in err
+    assert f"--record {tmp_path / 'a_file' / 'x'}: cannot write it" in err
+
+
+def test_evaluate_record_creates_the_files_folders(tmp_path, capsys):
+    main(["--agent", "random", "--games", "2", "--record", str(tmp_path / "runs" / "x.jsonl")])
+    assert len(read_records(tmp_path / "runs" / "x.jsonl")) == 2
