@@ -39,6 +39,7 @@ from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game.batched import GameBatch, expedition_scores
 from lostcities_cfr.game.encoding import feature_size
 from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.recording import GameRecorder
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
 MATCH_ROUNDS = 3
@@ -310,6 +311,7 @@ def evaluate(
     rules: Rules | None = None,
     seed: int = 0,
     device: str | torch.device = "cpu",
+    recorder: GameRecorder | None = None,
 ) -> EvaluationResult:
     """Play ``agent_a`` against ``agent_b`` in duplicate format (module docstring).
 
@@ -320,6 +322,8 @@ def evaluate(
         rules: the variant (classic by default).
         seed: seeds the deals; the agents' own randomness is theirs to seed.
         device: where the games (and so the agents' inputs) live.
+        recorder: keeps every game's actions in ``recorder.records``
+            (:mod:`lostcities_cfr.recording`).
 
     Raises:
         IllegalActionError: an agent chose an illegal action (names the game).
@@ -334,11 +338,14 @@ def evaluate(
     start = time.perf_counter()
     first_seating = GameBatch.new(rules, deals, seed=seed, device=device)
     mirrored = first_seating.clone()  # the same deals, to be played with the seats swapped
-    finals = [
-        play_out(first_seating, _seats(agent_a, agent_b)),
-        play_out(mirrored, _seats(agent_b, agent_a)),
-    ]
+    decides = [_seats(agent_a, agent_b), _seats(agent_b, agent_a)]
+    if recorder is not None:
+        decides = [recorder.watch(decide) for decide in decides]
+    finals = [play_out(first_seating, decides[0]), play_out(mirrored, decides[1])]
     seconds = time.perf_counter() - start
+    if recorder is not None:
+        names = (agent_name(agent_a), agent_name(agent_b))
+        recorder.finish(rules, seed, names, [final.scores for final in finals])
 
     # scores and expeditions as [2 seatings, D, ...], from agent_a's side
     scores = torch.stack([finals[0].scores, finals[1].scores.flip(-1)])  # [2, D, 2]

@@ -29,6 +29,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "play an agent against an opponent in duplicate games; rates with 95% intervals",
     ),
     "play": ("lostcities_cfr.play", "main", "play against an agent in the terminal"),
+    "serve": (
+        "lostcities_cfr.serve.cli",
+        "main",
+        "a local web page: play an agent and see its reasoning; replay evaluate --record files",
+    ),
     "report": (
         "lostcities_cfr.report",
         "main",

@@ -32,3 +32,18 @@ class CheckpointError(LostCitiesError, ValueError):
 class NonFiniteError(LostCitiesError, ValueError):
     """A loss or a training row that is NaN or infinite: training stops rather than learn
     from it, and the last checkpoint (written before it) is kept."""
+
+
+class ReplayError(LostCitiesError, ValueError):
+    """A file of recorded games (``evaluate --record``) that cannot be read or does not
+    replay: the message names the file, the line and the field."""
+
+
+class RequestError(LostCitiesError, ValueError):
+    """A request to the ``serve`` page's server that cannot be done (an unknown game, a move
+    made at a turn the game has left, a replay step out of range): answered with ``status``
+    (a 4xx) and the message, and nothing changes."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import torch
 
@@ -17,6 +18,7 @@ from lostcities_cfr.agents import agent_from_spec, describe_agent_specs
 from lostcities_cfr.arena import evaluate
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.recording import GameRecorder, write_records
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         "thread runs fastest)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="also write every game (deal seed, seats, actions, scores) to FILE as JSON lines, "
+        "for `serve --replay FILE` (docs/serve.md)",
+    )
     return parser
 
 
@@ -61,6 +69,10 @@ def main(argv: list[str] | None = None) -> None:
         )
     device = _device(parser, args.device)
     torch.set_num_threads(args.threads)
+    recorder = None
+    if args.record is not None:
+        _check_writable(parser, Path(args.record))  # before the games, not after them
+        recorder = GameRecorder()
     try:
         # distinct seeds so that two copies of one random agent do not mirror each other
         agent = agent_from_spec(args.agent, seed=2 * args.seed + 1)
@@ -72,14 +84,27 @@ def main(argv: list[str] | None = None) -> None:
             rules=Rules.preset(args.rules),
             seed=args.seed,
             device=device,
+            recorder=recorder,
         )
     except LostCitiesError as error:  # a bad spec or checkpoint, an agent of other rules
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if recorder is not None:
+        write_records(args.record, recorder.records)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(result.format_table())
+
+
+def _check_writable(parser: argparse.ArgumentParser, path: Path) -> None:
+    """A parser error unless ``path`` can be written (it is created with its folders, or
+    emptied, now)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    except OSError as error:
+        parser.error(f"--record {path}: cannot write it ({error.strerror})")
 
 
 def _device(parser: argparse.ArgumentParser, name: str) -> torch.device:

@@ -97,22 +97,27 @@ def render_board(state: GameState, you: int, round_label: str) -> str:
     return "\n".join(lines)
 
 
-def describe_moves(state: GameState) -> str:
-    """The legal moves, numbered from 1 in the order of ``state.legal_actions()``."""
+def move_label(state: GameState, action: int) -> tuple[str, str]:
+    """A legal action as (group, label): ``("play", "R9")``, ``("discard", "R9")``,
+    ``("draw", "deck")``, ``("draw", "red pile (R3)")``."""
     rules = state.rules
     T = rules.n_types
+    if action < T:
+        return "play", rules.card_name(action)
+    if action < 2 * T:
+        return "discard", rules.card_name(action - T)
+    if action == rules.draw_deck_action:
+        return "draw", "deck"
+    color = action - 2 * T - 1
+    top = rules.card_name(rules.type_id(color, state.piles[color][-1]))
+    return "draw", f"{COLOR_NAMES[color]} pile ({top})"
+
+
+def describe_moves(state: GameState) -> str:
+    """The legal moves, numbered from 1 in the order of ``state.legal_actions()``."""
     groups: dict[str, list[str]] = {}
     for number, action in enumerate(state.legal_actions(), start=1):
-        if action < T:
-            group, label = "play", rules.card_name(action)
-        elif action < 2 * T:
-            group, label = "discard", rules.card_name(action - T)
-        elif action == rules.draw_deck_action:
-            group, label = "draw", "deck"
-        else:
-            color = action - 2 * T - 1
-            top = rules.card_name(rules.type_id(color, state.piles[color][-1]))
-            group, label = "draw", f"{COLOR_NAMES[color]} pile ({top})"
+        group, label = move_label(state, action)
         groups.setdefault(group, []).append(f"{number}) {label}")
     return "\n".join(f"{group + ':':9}{'   '.join(moves)}" for group, moves in groups.items())
 
@@ -208,6 +213,12 @@ def _verdict(yours: int, theirs: int) -> str:
     return f"A draw, {yours} each."
 
 
+def default_opponent(rules: str) -> str:
+    """The agent a person plays unless told: ``best``, which plays the classic rules only;
+    ``heuristic:balanced`` under other rules."""
+    return "best" if rules == "classic" else "heuristic:balanced"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lostcities_cfr play",
@@ -245,7 +256,7 @@ def main(argv: list[str] | None = None, read: Read = input, write: Write = print
     args = parser.parse_args(argv)
     rules = Rules.preset(args.rules)
     if args.opponent is None:
-        args.opponent = "best" if args.rules == "classic" else "heuristic:balanced"
+        args.opponent = default_opponent(args.rules)
     try:
         agent = agent_from_spec(args.opponent, seed=args.seed)
         check_agent_rules(agent, rules)  # before the first move, not at the agent's first

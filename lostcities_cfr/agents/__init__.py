@@ -6,7 +6,15 @@ network agent takes its network and policy head as arguments, and the training
 layer registers the ``ckpt`` spec kind itself (:func:`register_agent_kind`).
 """
 
-from lostcities_cfr.agents.base import Agent, AgentRandomness, act_single, agent_name
+from lostcities_cfr.agents.base import (
+    Agent,
+    AgentRandomness,
+    Explainer,
+    act_and_explain,
+    act_single,
+    agent_name,
+    explain_actions,
+)
 from lostcities_cfr.agents.basic import DiscardOnlyAgent, NoisyAgent, RandomAgent
 from lostcities_cfr.agents.heuristic import HEURISTIC_PRESETS, HeuristicAgent, HeuristicParams
 from lostcities_cfr.agents.network import NetworkAgent, PolicyHead
@@ -24,18 +32,21 @@ __all__ = [
     "Agent",
     "AgentRandomness",
     "DiscardOnlyAgent",
+    "Explainer",
     "HeuristicAgent",
     "HeuristicParams",
     "NetworkAgent",
     "NoisyAgent",
     "PolicyHead",
     "RandomAgent",
+    "act_and_explain",
     "act_single",
     "agent_from_spec",
     "agent_kinds",
     "agent_name",
     "describe_agent_specs",
     "expect_arguments",
+    "explain_actions",
     "random_legal_actions",
     "register_agent_kind",
 ]

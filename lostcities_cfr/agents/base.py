@@ -9,6 +9,11 @@ hidden cards or the deck order.
 
 :func:`act_single` serves one :class:`~lostcities_cfr.game.reference.GameState`
 (terminal play, notebooks) through the same batched code.
+
+An agent may also say why it acts (:class:`Explainer`): ``explain(batch)`` returns labelled
+``[B, A]`` tensors, ``"probability"`` always. :func:`explain_actions` and
+:func:`act_and_explain` serve every agent, standing in a one-hot of the chosen action for
+agents without ``explain``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,45 @@ class Agent(Protocol):
     def act(self, batch: GameBatch) -> torch.Tensor:
         """A legal action for the player to move in every unfinished game: int64 ``[B]``."""
         ...
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """An agent that can show its reasoning (the ``serve`` page, ``docs/agents.md``).
+
+    ``explain(batch)`` maps labels to float ``[B, A]`` tensors over the actions of every
+    game: ``"probability"`` (the policy ``act`` samples from, 0 on illegal actions) always;
+    ``"advantage"`` for a Deep CFR current strategy (the advantage network's outputs that
+    regret matching turned into it); other agents add their own (a search agent's
+    ``"searched value"``). Rows of finished games may hold anything.
+    """
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """Labelled float ``[B, A]`` tensors; ``"probability"`` always among them."""
+        ...
+
+
+def explain_actions(agent: Agent, batch: GameBatch) -> dict[str, torch.Tensor]:
+    """Any agent's :class:`Explainer` reasoning; for an agent without ``explain``, a one-hot
+    of the action it chooses as its ``"probability"`` (exact for a deterministic agent such
+    as the heuristic, one draw for a random one)."""
+    if isinstance(agent, Explainer):
+        return agent.explain(batch)
+    return {"probability": _one_hot(agent.act(batch), batch.rules.n_actions)}
+
+
+def act_and_explain(agent: Agent, batch: GameBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The agent's actions ``[B]`` and its reasoning about them (:func:`explain_actions`;
+    the one-hot stand-in marks the actions returned)."""
+    actions = agent.act(batch)  # [B] int64
+    if isinstance(agent, Explainer):
+        return actions, agent.explain(batch)
+    return actions, {"probability": _one_hot(actions, batch.rules.n_actions)}
+
+
+def _one_hot(actions: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """[B] int64 -> [B, A] float32."""
+    return torch.nn.functional.one_hot(actions, n_actions).float()
 
 
 def agent_name(agent: Agent) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lostcities_cfr.agents.base import Agent, AgentRandomness
+from lostcities_cfr.agents.base import Agent, AgentRandomness, explain_actions
 
 if TYPE_CHECKING:
     from lostcities_cfr.game.batched import GameBatch
@@ -30,6 +30,10 @@ class RandomAgent:
 
     def act(self, batch: GameBatch) -> torch.Tensor:
         return self._rng.choose_legal(batch.legal_mask())
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """Its policy, uniform over the legal actions (``"probability"``, [B, A])."""
+        return {"probability": _uniform_over_legal(batch.legal_mask())}
 
 
 class DiscardOnlyAgent:
@@ -83,3 +87,17 @@ class NoisyAgent:
         random_action = self._rng.choose_legal(batch.legal_mask())
         explore = self._rng.uniform((batch.batch_size,), chosen.device) < self.epsilon
         return torch.where(explore, random_action, chosen)
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """The wrapped agent's reasoning, its ``"probability"`` mixed with the uniform one:
+        ``(1 - epsilon) * policy + epsilon * uniform`` ([B, A])."""
+        reasons = explain_actions(self.agent, batch)
+        uniform = _uniform_over_legal(batch.legal_mask())
+        mixed = (1 - self.epsilon) * reasons["probability"] + self.epsilon * uniform
+        return {**reasons, "probability": mixed}
+
+
+def _uniform_over_legal(legal: torch.Tensor) -> torch.Tensor:
+    """[B, A] bool -> [B, A] float32: 1 / (legal actions) on each legal action."""
+    legal = legal.float()
+    return legal / legal.sum(1, keepdim=True).clamp(min=1.0)

@@ -33,6 +33,9 @@ class NetworkAgent:
         greedy: play the most probable legal action (ties: lowest id) instead of sampling.
         seed: seeds sampling.
         name: label in results.
+        outputs_label: what the network's outputs are, shown beside the policy by
+            :meth:`explain` (``"advantage"`` for an advantage network); ``None`` shows the
+            policy only (a strategy network's logits say nothing the policy does not).
     """
 
     def __init__(
@@ -42,16 +45,26 @@ class NetworkAgent:
         greedy: bool = False,
         seed: int | None = None,
         name: str = "network",
+        outputs_label: str | None = None,
     ) -> None:
         self.network = network
         self.head = head
         self.greedy = greedy
         self.name = name
+        self.outputs_label = outputs_label
         self._rng = AgentRandomness(seed)
 
     def policy(self, batch: GameBatch) -> torch.Tensor:
         """[B, A] float32: the strategy in every game (all zeros in finished ones)."""
         return self._policy_and_legal(batch)[0]
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """The policy (``"probability"``, [B, A]) and, with ``outputs_label``, the network's
+        outputs under that label (:class:`~lostcities_cfr.agents.base.Explainer`)."""
+        policy, _, outputs = self._forward(batch)
+        if self.outputs_label is None:
+            return {"probability": policy}
+        return {"probability": policy, self.outputs_label: outputs}
 
     def act(self, batch: GameBatch) -> torch.Tensor:
         policy, legal = self._policy_and_legal(batch)  # [B, A] float, [B, A] bool
@@ -62,11 +75,15 @@ class NetworkAgent:
         generator = self._rng.generator(policy.device)
         return torch.multinomial(policy, 1, generator=generator).squeeze(1)
 
-    @torch.inference_mode()
     def _policy_and_legal(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._forward(batch)[:2]
+
+    @torch.inference_mode()
+    def _forward(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy [B, A], legal [B, A] bool, the network's outputs [B, A] float32)."""
         features, legal = batch.encode(), batch.legal_mask()
         weight = next(self.network.parameters(), None)
         if weight is not None:  # a bfloat16 network takes bfloat16 features
             features = features.to(weight.device, weight.dtype)
         outputs = self.network(features).float().to(batch.device)
-        return self.head(outputs, legal), legal
+        return self.head(outputs, legal), legal, outputs

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from lostcities_cfr.agents import Agent, NetworkAgent
+from lostcities_cfr.agents import Agent, NetworkAgent, explain_actions
 from lostcities_cfr.cfr.networks import masked_softmax
 from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.errors import ConfigError
@@ -55,6 +55,10 @@ class SeatAgent:
                 actions[rows] = agent.act(batch.select(rows))
         return actions
 
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """Each seat's agent's reasoning in the games where it is to move ([B, A] each)."""
+        return explain_by_group(batch, batch.current_player, self.agents)
+
 
 def current_agent(
     advantage_nets: Sequence[nn.Module],
@@ -70,10 +74,28 @@ def current_agent(
             greedy=greedy,
             seed=None if seed is None else seed + p,  # the seats draw different numbers
             name=f"{name}_p{p}",
+            outputs_label="advantage",
         )
         for p, net in enumerate(advantage_nets)
     ]
     return SeatAgent(seats, name=name)
+
+
+def explain_by_group(
+    batch: GameBatch, group: torch.Tensor, agents: Sequence[Agent]
+) -> dict[str, torch.Tensor]:
+    """``agents[k]``'s reasoning (:func:`explain_actions`) in the games where ``group`` ([B]
+    int64) is ``k``, assembled into ``[B, A]`` tensors (a label only some agents give is 0 in
+    the other rows)."""
+    reasons: dict[str, torch.Tensor] = {}
+    for k in group.unique().tolist():
+        rows = (group == k).nonzero().squeeze(1)
+        if len(rows) == batch.batch_size:
+            return explain_actions(agents[k], batch)
+        for label, values in explain_actions(agents[k], batch.select(rows)).items():
+            shape = (batch.batch_size, values.shape[1])
+            reasons.setdefault(label, values.new_zeros(shape))[rows] = values
+    return reasons
 
 
 def deal_uniforms(batch: GameBatch) -> torch.Tensor:
@@ -130,14 +152,23 @@ class SnapshotAgent:
         self.name = name
 
     def act(self, batch: GameBatch) -> torch.Tensor:
-        drawn = torch.searchsorted(self.bounds, deal_uniforms(batch).cpu(), right=True)
-        drawn = drawn.clamp(max=len(self.agents) - 1).to(batch.device)  # [B]
+        drawn = self._drawn(batch)  # [B]
         actions = torch.zeros(batch.batch_size, dtype=torch.int64, device=batch.device)
         for k in drawn.unique().tolist():
             rows = (drawn == k).nonzero().squeeze(1)
             whole = len(rows) == batch.batch_size
             actions[rows] = self.agents[k].act(batch if whole else batch.select(rows))
         return actions
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """The reasoning of the iteration each game's deal drew: its current strategy and
+        advantages ([B, A] each)."""
+        return explain_by_group(batch, self._drawn(batch), self.agents)
+
+    def _drawn(self, batch: GameBatch) -> torch.Tensor:
+        """[B] int64: the stored iteration each game's deal plays."""
+        drawn = torch.searchsorted(self.bounds, deal_uniforms(batch).cpu(), right=True)
+        return drawn.clamp(max=len(self.agents) - 1).to(batch.device)
 
 
 def policy_agent(
