@@ -70,7 +70,7 @@ def measure(variant: str, rows: int) -> dict[str, float]:
         buffer.legal.copy_(torch.rand(buffer.legal.shape) < 0.1)
         buffer.targets.copy_(torch.randn(buffer.targets.shape))
         buffer.iteration.fill_(1)
-        buffer.n_seen = buffer.capacity
+        buffer._seen.fill_(buffer.capacity)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "model.ckpt"
         before = _status_kib("VmRSS")

@@ -17,8 +17,8 @@ from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.reservoir import (
     ReservoirBatch,
     ReservoirBuffer,
-    last_writers,
     reservoir_slots,
+    surviving_slots,
 )
 from lostcities_cfr.cfr.traversal import Sampler, TraversalContext, TraversalStats
 
@@ -36,10 +36,10 @@ __all__ = [
     "TraversalStats",
     "exploitability",
     "game_tree",
-    "last_writers",
     "masked_softmax",
     "nash_conv",
     "regret_matching",
     "reservoir_slots",
+    "surviving_slots",
     "uniform_strategy",
 ]

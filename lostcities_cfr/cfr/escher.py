@@ -45,6 +45,9 @@ where it stopped as their return, and the cut share is reported
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import torch
 
 from lostcities_cfr.arguments import (
@@ -55,10 +58,11 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.cfr.traversal import (
+    COMPACT_BELOW,
     TraversalContext,
     current_strategies,
-    live_rows,
     sample_actions,
+    static_rows,
 )
 from lostcities_cfr.cfr.value_baseline import VALUE_NETWORK, ValueBaselineSampler, value_mask
 from lostcities_cfr.game import GameBatch
@@ -108,70 +112,84 @@ class ESCHERSampling(ValueBaselineSampler):
         # features, +1/-1 for the player to move being player 0 / 1, V(s) for player 0).
         value_rows: list[tuple[torch.Tensor, ...]] = []
         outcome = torch.zeros(B, device=device)  # [B] player 0's final return, or V at a cut
+        alive = ~games.done  # [b] the trajectories still walking
+        ended = torch.zeros_like(alive)  # [b] those the last step ended, not yet scored
 
-        while (next_rows := live_rows(games, [walker, switch])) is not None:
-            games, (walker, switch), alive, live = next_rows
-            legal = games.legal_mask()  # [b, A]
-            features = games.encode()  # [b, F]
-            turn, mover = games.turn, games.current_player  # [b] each
-            to_player0 = 1.0 - 2.0 * mover.float()  # [b] +1 where player 0 moves
-            cut = self.cut(turn, alive)
+        while True:
+            # Every mask of the step, then all their sizes in one read: the step's only wait
+            # for the device. Sizes known, rows are taken with fixed shapes (static_rows).
+            step = _Step.of(self, games, alive, switch, traverser)
+            n = _Counts(*context.read_counts(step.counts(ended)))
+            if n.ended:
+                rows = static_rows(ended, n.ended)
+                outcome[walker[rows]] = self.utility(games, 0, rows)
+            if n.alive == 0:
+                break
+            if n.alive <= COMPACT_BELOW * games.batch_size:
+                # Finished games ignore their actions but still cost a row: drop them.
+                live = static_rows(alive, n.alive)
+                games, walker, switch = games.select(live), walker[live], switch[live]
+                alive = torch.ones(n.alive, dtype=torch.bool, device=device)
+                step = _Step.of(self, games, alive, switch, traverser)
+            live = static_rows(alive, n.alive)  # [a]
+            context.stats.steps += 1
+            legal, features = step.legal, games.encode()  # [b, A], [b, F]
             # The on-policy states (value rows) and the cut ones; V is asked, in the same
             # flush as the strategies, where a target uses it: at a cut (the trajectory's
             # return) and, with td_lambda < 1, at every state (its bootstrap). With
             # td_lambda = 1 the on-policy states' own values would go unread.
-            valued = (alive & ((turn > switch) | cut)).nonzero().squeeze(1)
-            if len(valued):
-                history = encode_history(games.select(valued))  # [v, H]
-                priced = cut[valued] if self.td_lambda == 1 else torch.ones_like(cut[valued])
-                asked = valued[priced]  # [p] the states whose V a target reads
-                if len(asked):
+            if n.valued:
+                valued = static_rows(step.valued, n.valued)  # [v]
+                history = encode_history(games)[valued]  # [v, H] (games' encoding is kept)
+                priced = static_rows(step.priced[valued], n.priced)  # [p] into valued
+                if n.priced:
+                    asked = valued[priced]
                     value_ticket = queue.submit(VALUE_NETWORK, history[priced], value_mask(asked))
-            mine = alive & ~cut & (mover == traverser)
-            sampled = (mine & (turn < switch)).nonzero().squeeze(1)  # advantage rows
-            if len(sampled):
+            if n.sampled:
+                sampled = static_rows(step.sampled, n.sampled)  # advantage rows [s]
                 children = self.submit_children_values(
-                    queue, games, sampled, legal[sampled], traverser
+                    queue, games, sampled, legal[sampled], traverser, n.children
                 )
-            sigma = current_strategies(queue, games, features, legal, live)  # [b, A]
-            context.stats.nodes += len(live)
+            sigma = current_strategies(
+                queue, games, features, legal, live, (n.alive_p0, n.alive - n.alive_p0)
+            )  # [b, A]
+            context.stats.nodes += n.alive
 
-            if len(valued):
-                value = torch.zeros(len(valued), device=device)  # [v] V for player 0
-                if len(asked):
-                    value[priced] = to_player0[asked] * value_ticket.result()[:, 0].float()
-                is_cut = cut[valued]
-                outcome[walker[valued[is_cut]]] = value[is_cut]
-                kept = ~is_cut
+            if n.valued:
+                value = torch.zeros(n.valued, device=device)  # [v] V for player 0
+                if n.priced:
+                    value[priced] = step.to_player0[asked] * value_ticket.result()[:, 0].float()
+                cut_rows = static_rows(step.cut[valued], n.cut)  # into valued
+                outcome[walker[valued[cut_rows]]] = value[cut_rows]
+                kept = static_rows(~step.cut[valued], n.valued - n.cut)  # into valued
                 value_rows.append(
                     (
                         walker[valued[kept]],
                         history[kept].half(),
-                        to_player0[valued[kept]],
+                        step.to_player0[valued[kept]],
                         value[kept],
                     )
                 )
-            if cut.any():
-                context.stats.truncated += int(cut.sum())
-                games.done = games.done | cut
-                alive = alive & ~cut
-            if len(sampled):
-                q = children()  # [n, A] the children's values for the traverser
+            if n.cut:
+                context.stats.truncated += n.cut
+                games.done = games.done | step.cut
+                alive = alive & ~step.cut
+            if n.sampled:
+                q = children()  # [s, A] the children's values for the traverser
                 regrets = q - (sigma[sampled] * q).sum(1, keepdim=True)
                 context.add_advantage_rows(
                     features[sampled], legal[sampled], regrets * legal[sampled]
                 )
-            theirs = (alive & (mover != traverser)).nonzero().squeeze(1)
-            if len(theirs):
+            if n.theirs:
+                theirs = static_rows(step.theirs, n.theirs)
                 context.add_strategy_rows(features[theirs], legal[theirs], sigma[theirs])
 
-            explorers = (mine & (turn <= switch)).nonzero().squeeze(1)
+            explorers = static_rows(step.explorers, n.explorers)
             probs = self.playing_policy(games, explorers, sigma, legal)  # [b, A]
             actions = sample_actions(probs, generator)  # [b]; finished rows ignore theirs
             games.step(actions, check=False)
-            ended = (games.done & alive).nonzero().squeeze(1)
-            if len(ended):
-                outcome[walker[ended]] = self.utility(games, 0, ended)
+            ended = games.done & alive  # scored at the next step's read
+            alive = alive & ~games.done
 
         self._write_value_rows(value_rows, outcome, context)
 
@@ -190,8 +208,88 @@ class ESCHERSampling(ValueBaselineSampler):
         lam = self.td_lambda
         seen = torch.zeros(len(outcome), dtype=torch.bool, device=outcome.device)  # [W]
         later_return, later_value = outcome.clone(), torch.zeros_like(outcome)  # [W] each
+        histories, targets = [], []
         for rows, history, to_player0, value in reversed(value_rows):
             bootstrapped = (1 - lam) * later_value[rows] + lam * later_return[rows]
             target = torch.where(seen[rows], bootstrapped, outcome[rows])  # [n] for player 0
             later_return[rows], later_value[rows], seen[rows] = target, value, True
-            context.add_value_rows(history, to_player0 * target)  # the mover's return
+            histories.append(history)
+            targets.append(to_player0 * target)  # the mover's return
+        if histories:  # one write of the whole walk's rows, in the order computed
+            context.add_value_rows(torch.cat(histories), torch.cat(targets))
+
+
+class _Counts(NamedTuple):
+    """How many rows each mask of a step holds (:meth:`_Step.counts`), read at once."""
+
+    alive: int
+    alive_p0: int  # of them, player 0 to move
+    valued: int
+    priced: int
+    cut: int
+    sampled: int
+    theirs: int
+    explorers: int
+    children: int  # legal actions at the sampled rows: the children valued
+    ended: int  # rows the step before ended
+
+
+@dataclass
+class _Step:
+    """The masks ([b] bool) of one step of :meth:`ESCHERSampling.walk` (see there)."""
+
+    legal: torch.Tensor  # [b, A]
+    to_player0: torch.Tensor  # [b] float: +1 where player 0 moves, -1 where player 1 does
+    alive: torch.Tensor
+    alive_p0: torch.Tensor
+    cut: torch.Tensor  # past max_decisions: cut here
+    valued: torch.Tensor  # on-policy or cut: a value row, or V read as the return
+    priced: torch.Tensor  # V asked: cut (td_lambda = 1) or every valued state
+    sampled: torch.Tensor  # the traverser's before its switch: advantage rows
+    theirs: torch.Tensor  # the opponent's: strategy rows
+    explorers: torch.Tensor  # the traverser's up to its switch: sampling policy mu
+
+    @classmethod
+    def of(
+        cls,
+        sampler: ESCHERSampling,
+        games: GameBatch,
+        alive: torch.Tensor,
+        switch: torch.Tensor,
+        traverser: int,
+    ) -> _Step:
+        turn, mover = games.turn, games.current_player  # [b] each
+        cut = sampler.cut(turn, alive)
+        walking = alive & ~cut
+        valued = alive & ((turn > switch) | cut)
+        mine = walking & (mover == traverser)
+        return cls(
+            legal=games.legal_mask(),
+            to_player0=1.0 - 2.0 * mover.float(),
+            alive=alive,
+            alive_p0=alive & (mover == 0),
+            cut=cut,
+            valued=valued,
+            priced=cut if sampler.td_lambda == 1 else valued,
+            sampled=mine & (turn < switch),
+            theirs=walking & (mover != traverser),
+            explorers=mine & (turn <= switch),
+        )
+
+    def counts(self, ended: torch.Tensor) -> torch.Tensor:
+        """[10] int64 on the device: the fields of :class:`_Counts`."""
+        masks = torch.stack(
+            [
+                self.alive,
+                self.alive_p0,
+                self.valued,
+                self.priced,
+                self.cut,
+                self.sampled,
+                self.theirs,
+                self.explorers,
+                ended,
+            ]
+        ).sum(1)  # [9]
+        children = (self.legal & self.sampled[:, None]).sum().view(1)
+        return torch.cat([masks[:8], children, masks[8:]])

@@ -49,33 +49,33 @@ class ReservoirBatch(NamedTuple):
     iteration: torch.Tensor  # [n] int32; linear CFR weights a row by iteration ** exponent
 
 
-def reservoir_slots(n_seen: int, capacity: int, uniforms: torch.Tensor) -> torch.Tensor:
-    """Algorithm R's slot for each of ``n`` rows offered after ``n_seen`` earlier ones.
+def reservoir_slots(k: torch.Tensor, capacity: int, uniforms: torch.Tensor) -> torch.Tensor:
+    """Algorithm R's slot for each of ``n`` rows, the row of index ``k`` being the k-th row
+    ever offered (0-based).
 
-    ``uniforms`` [n] float64 in [0, 1) are the draws, one per row (rows that
-    fill an empty slot ignore theirs). Returns int64 [n]: the slot each row is
-    written to, or -1 for a row that is dropped. Several rows may name the same
-    slot; offered one at a time the later one overwrites the earlier, so only
-    the last of them survives.
+    ``k`` [n] int64 and ``uniforms`` [n] float64 in [0, 1), one draw per row (rows that
+    fill an empty slot ignore theirs). Returns int64 [n]: the slot each row is written to,
+    or -1 for a row that is dropped. Several rows may name the same slot; offered one at a
+    time the later one overwrites the earlier, so only the last of them survives.
     """
-    k = n_seen + torch.arange(len(uniforms), device=uniforms.device)  # [n] index ever offered
     j = torch.minimum((uniforms * (k + 1)).long(), k)  # uniform in [0, k]
     return torch.where(k < capacity, k, torch.where(j < capacity, j, -1))
 
 
-def last_writers(slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The rows whose writes survive, given each row's slot (-1 = dropped).
+def surviving_slots(slots: torch.Tensor, spare: int) -> torch.Tensor:
+    """Each row's slot where its write survives, else ``spare`` ([n] int64, rows in order).
 
-    Returns ``(rows, slots)``, both int64 [m] with distinct slots: for every
-    slot named at least once, the last row that named it. Index assignment with
-    repeated indices has no defined winner in torch, so the buffer writes only
-    these rows.
+    ``slots`` [n] int64 name each row's slot, -1 for a row that is dropped. Of the rows
+    naming the same slot, offered one at a time, only the last one's write survives; index
+    assignment with repeated indices has no defined winner in torch, so the others (and
+    the dropped rows) are sent to the spare row, whose content nobody reads. Fixed shapes:
+    no row count leaves the device.
     """
-    rows = torch.nonzero(slots >= 0).squeeze(1)
-    sorted_slots, order = torch.sort(slots[rows], stable=True)  # equal slots keep row order
+    sorted_slots, order = torch.sort(slots, stable=True)  # equal slots keep row order
     is_last = torch.ones_like(sorted_slots, dtype=torch.bool)
     is_last[:-1] = sorted_slots[1:] != sorted_slots[:-1]
-    return rows[order[is_last]], sorted_slots[is_last]
+    kept = torch.where(is_last & (sorted_slots >= 0), sorted_slots, spare)
+    return torch.empty_like(slots).scatter_(0, order, kept)
 
 
 class ReservoirBuffer:
@@ -125,16 +125,33 @@ class ReservoirBuffer:
         self.n_features = n_features
         self.n_actions = n_actions
         self.device = torch.device(device)
-        self.features = torch.zeros(capacity, n_features, dtype=torch.float16, device=self.device)
-        self.legal = torch.zeros(capacity, n_actions, dtype=torch.bool, device=self.device)
-        self.targets = torch.zeros(capacity, n_actions, dtype=target_dtype, device=self.device)
-        self.iteration = torch.zeros(capacity, dtype=torch.int32, device=self.device)
-        self.n_seen = 0  # rows ever offered, kept or not
+        # The storage has one spare row past the capacity, for the writes that do not survive
+        # (surviving_slots); the public tensors are views of the capacity's rows.
+        rows, device = capacity + 1, self.device
+        self._storage = (
+            torch.zeros(rows, n_features, dtype=torch.float16, device=device),
+            torch.zeros(rows, n_actions, dtype=torch.bool, device=device),
+            torch.zeros(rows, n_actions, dtype=target_dtype, device=device),
+            torch.zeros(rows, dtype=torch.int32, device=device),
+        )
+        self.features, self.legal, self.targets, self.iteration = (
+            t[:capacity] for t in self._storage
+        )
+        # Counters on the device, so that adding rows never waits for it: rows ever offered,
+        # kept or not, and rows refused for their non-finite targets (check_finite).
+        self._seen = torch.zeros((), dtype=torch.int64, device=self.device)
+        self._refused = torch.zeros((), dtype=torch.int64, device=self.device)
+        self._known_filled = False  # once rows are known to be held, sample() checks no more
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
+    @property
+    def n_seen(self) -> int:
+        """Rows ever offered (kept or not, held-out ones not counted): read from the device."""
+        return int(self._seen)
+
     def __len__(self) -> int:
-        """Rows held (held-out rows not counted)."""
+        """Rows held (held-out rows not counted); reads the count from the device."""
         return min(self.n_seen, self.capacity)
 
     @property
@@ -151,7 +168,11 @@ class ReservoirBuffer:
     ) -> None:
         """Offer rows: features [n, F], legal [n, A] bool, targets [n, A], iteration int or [n].
 
-        Equal to offering the n rows one after another under Algorithm R.
+        Equal to offering the n rows one after another under Algorithm R, but for rows whose
+        targets are not finite once stored (NaN, or beyond float16's range): those are
+        refused, neither written nor counted, and :meth:`check_finite` reports them. Nothing
+        here waits for the device: the slots are computed and written in fixed shapes, the
+        counters stay on the device.
         """
         n = features.shape[0]
         for name, tensor, width in (
@@ -170,56 +191,79 @@ class ReservoirBuffer:
                 f"ReservoirBuffer.add: iteration has shape {tuple(iteration.shape)}; "
                 f"expected an int or shape ({n},)"
             )
-        stored_targets = targets.to(self.device, self.targets.dtype)
-        # Checked before any draw, so a refused call leaves the buffer as it was.
-        if not torch.isfinite(stored_targets).all():
-            raise NonFiniteError(
-                f"ReservoirBuffer.add: targets are not finite once stored as "
-                f"{self.targets.dtype} (max |target| {targets.abs().max().item():.4g}); targets "
-                "must be finite, and beyond 65504 need target_dtype=torch.float32"
-            )
         if n == 0:
             return
+        features = features.to(self.device, torch.float16)
+        legal = legal.to(self.device)
+        targets = targets.to(self.device, self.targets.dtype)
+        offered = torch.isfinite(targets).all(1)  # [n]
+        self._refused += n - offered.sum()
         if self.held_out is not None:
-            draws = torch.rand(n, generator=self.held_out.generator, device=self.device)
-            held = draws < self.holdout  # [n]
-            if held.any():
-                kept = ~held
-                iterations = iteration[held] if iteration.ndim else iteration
-                self.held_out.add(features[held], legal[held], targets[held], iterations)
-                features, legal, targets = features[kept], legal[kept], targets[kept]
-                stored_targets = stored_targets[kept]
-                iteration = iteration[kept] if iteration.ndim else iteration
-                n = features.shape[0]
-                if n == 0:
-                    return
+            held = torch.rand(n, generator=self.held_out.generator, device=self.device)
+            held = held < self.holdout  # [n]
+            self.held_out._write(features, legal, targets, iteration, offered & held)
+            offered &= ~held
+        self._write(features, legal, targets, iteration, offered)
+
+    def _write(
+        self,
+        features: torch.Tensor,
+        legal: torch.Tensor,
+        targets: torch.Tensor,
+        iteration: torch.Tensor,
+        offered: torch.Tensor,
+    ) -> None:
+        """Offer the rows where ``offered`` [n] holds (Algorithm R, or FIFO); every row is
+        written, those that do not survive to the spare row."""
+        n = len(offered)
+        rank = offered.cumsum(0)  # [n] offered rows so far in this call
+        k = self._seen + rank - 1  # [n] index ever offered, of the offered rows
         if self.fifo:
-            k = self.n_seen + torch.arange(n, device=self.device)  # [n] index ever offered
-            rows, slots = last_writers(k % self.capacity)
+            slots = k % self.capacity
         else:
             uniforms = torch.rand(
                 n, generator=self.generator, dtype=torch.float64, device=self.device
             )
-            rows, slots = last_writers(reservoir_slots(self.n_seen, self.capacity, uniforms))
-        self.n_seen += n
-        self.features[slots] = features.to(self.device, torch.float16)[rows]
-        self.legal[slots] = legal.to(self.device)[rows]
-        self.targets[slots] = stored_targets[rows]
-        self.iteration[slots] = iteration[rows] if iteration.ndim else iteration
+            slots = reservoir_slots(k, self.capacity, uniforms)
+        slots = surviving_slots(torch.where(offered, slots, -1), spare=self.capacity)
+        self._seen += rank[-1]
+        for storage, values in zip(
+            self._storage, (features, legal, targets, iteration.expand(n)), strict=True
+        ):
+            storage.index_copy_(0, slots, values)
+
+    def check_finite(self) -> None:
+        """Raise :class:`~lostcities_cfr.errors.NonFiniteError` if any row offered so far
+        had a target that was not finite once stored (it was refused, so the buffer holds
+        finite rows only); reads a count from the device."""
+        refused = int(self._refused)
+        if refused:
+            raise NonFiniteError(
+                f"ReservoirBuffer.add: {refused} offered rows had targets that are not finite "
+                f"once stored as {self.targets.dtype}, and were refused; targets must be finite, "
+                "and beyond 65504 need target_dtype=torch.float32"
+            )
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> ReservoirBatch:
         """``batch_size`` rows drawn uniformly with replacement from the rows held.
 
-        ``generator`` (on the buffer's device) defaults to the buffer's own.
+        ``generator`` (on the buffer's device) defaults to the buffer's own. The row
+        indices are drawn on the device from its count of rows (``floor(u * held)`` with
+        ``u`` a float64 uniform: off from exactly uniform by less than ``held / 2**53``), so
+        that sampling never waits for the device once the buffer is known to hold rows.
         """
-        if len(self) == 0:
-            raise ValueError("ReservoirBuffer.sample: the buffer is empty; add rows first")
-        index = torch.randint(
-            len(self),
-            (batch_size,),
+        if not self._known_filled:
+            if len(self) == 0:
+                raise ValueError("ReservoirBuffer.sample: the buffer is empty; add rows first")
+            self._known_filled = True
+        held = self._seen.clamp(max=self.capacity)
+        uniforms = torch.rand(
+            batch_size,
             generator=generator if generator is not None else self.generator,
+            dtype=torch.float64,
             device=self.device,
         )
+        index = (uniforms * held).long()  # [batch] uniform in [0, held)
         return ReservoirBatch(
             features=self.features[index].float(),
             legal=self.legal[index],
@@ -277,7 +321,8 @@ class ReservoirBuffer:
         self.legal[:held] = state["legal"].to(self.device)
         self.targets[:held] = state["targets"].to(self.device, self.targets.dtype)
         self.iteration[:held] = state["iteration"].to(self.device)
-        self.n_seen = state["n_seen"]
+        self._seen.fill_(state["n_seen"])
+        self._known_filled = False
         self.generator.set_state(state["generator"])
         if self.held_out is not None and state.get("held_out") is not None:
             self.held_out.load_state_dict(state["held_out"])

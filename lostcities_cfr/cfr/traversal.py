@@ -62,6 +62,8 @@ class TraversalStats:
     advantage_rows: int = 0  # rows added to the advantage buffer
     strategy_rows: int = 0  # rows added to the strategy buffer
     seconds: float = 0.0  # wall time of the whole call
+    steps: int = 0  # lockstep steps of the walks (one engine step of their batch each)
+    host_reads: int = 0  # reads of counts from the device (TraversalContext.read_counts)
     memory_add_seconds: float = 0.0  # time spent inside the buffers' add
     value_rows: int = 0  # rows added to the history value network's buffer
     truncated: int = 0  # trajectories cut short by the sampler (ESCHERSampling.max_decisions)
@@ -87,6 +89,7 @@ def current_strategies(
     features: torch.Tensor,
     legal: torch.Tensor,
     rows: torch.Tensor | None = None,
+    counts: Sequence[int] | None = None,
 ) -> torch.Tensor:
     """The current strategy [B, A] of the player to move at ``rows`` of ``games``.
 
@@ -95,12 +98,20 @@ def current_strategies(
     get zeros. Rows of player p go to the queue's ``advantage_p`` in one submit,
     and one flush runs both networks. Games started together move in lockstep,
     so usually every row belongs to one player and only that network runs.
+    ``counts`` (how many of ``rows`` each player moves in, read already) spares the
+    host synchronisation of splitting them by player.
     """
     B = games.batch_size
     player = games.current_player  # [B]
     if rows is None:
         rows = torch.arange(B, device=legal.device)
-    asks = [rows[player[rows] == p] for p in range(len(ADVANTAGE_NETWORKS))]  # [n_p] each
+    if counts is None:
+        asks = [rows[player[rows] == p] for p in range(len(ADVANTAGE_NETWORKS))]  # [n_p] each
+    else:
+        asks = [
+            rows if n == len(rows) else rows[static_rows(player[rows] == p, n)]
+            for p, n in enumerate(counts)
+        ]
     if any(0 < len(ask) < B for ask in asks):
         # One transposing copy of the batch-last features into row-major rows, so that
         # gathering rows is a plain row copy. A full batch skips it: the first Linear
@@ -120,6 +131,15 @@ def current_strategies(
     for ask, ticket in parts:
         sigma.index_copy_(0, ask, ticket.result())
     return sigma
+
+
+def static_rows(mask: torch.Tensor, count: int) -> torch.Tensor:
+    """[count] int64: the indices where ``mask`` [b] holds, ``count`` of them (read already).
+
+    ``nonzero()`` must learn how many there are before it can return them, so on a GPU it
+    waits for the device; with the count known its shape is fixed and nothing waits.
+    """
+    return torch.nonzero_static(mask, size=count).squeeze(1)
 
 
 def live_rows(
@@ -198,6 +218,16 @@ class TraversalContext:
     def device(self) -> torch.device:
         """Where the walkers live: the generator's device."""
         return self.generator.device
+
+    def read_counts(self, counts: torch.Tensor) -> list[int]:
+        """The integers ``counts`` [k] on the host, counted in ``stats.host_reads``.
+
+        A host read waits for the device to finish everything queued before it; a sampler
+        that reads all it needs of a step at once (how many rows each of its masks holds)
+        waits once per step, and sizes its tensors from the counts without waiting again
+        (:func:`static_rows`)."""
+        self.stats.host_reads += 1
+        return counts.tolist()
 
     def add_advantage_rows(
         self, features: torch.Tensor, legal: torch.Tensor, regrets: torch.Tensor

@@ -137,15 +137,21 @@ class ValueBaselineSampler(Sampler):
         rows: torch.Tensor,
         legal: torch.Tensor,
         traverser: int,
+        count: int | None = None,
     ) -> Callable[[], torch.Tensor]:
         """Queue the value of every legal child of the games at ``rows`` [n] (``legal``
         [n, A], n > 0); returns a function giving them [n, A] for ``traverser`` once the
         queue has run (0 at illegal actions). Children where the round ends get their
         score. A deck draw's child holds the card the walker's deck holds next: one sample
         of the draw, unbiased over traversals since the deck's order is uniformly random
-        given what the traverser knows."""
+        given what the traverser knows. ``count``, the number of legal actions in
+        ``legal`` if read already, spares a host synchronisation."""
         n, A = legal.shape
-        parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
+        if count is None:
+            parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
+        else:
+            child = torch.nonzero_static(legal.view(-1), size=count).squeeze(1)  # [c]
+            parent, action = child // A, child % A
         children = games.select(rows[parent])
         children.step(action, check=False)
         ticket = queue.submit(VALUE_NETWORK, encode_history(children), value_mask(parent))

@@ -130,6 +130,9 @@ class GameBatch:
                 f"got {list(state['_piles'].shape)}"
             )
         self.rules = rules
+        # encode() and legal_mask() of the state as it is, until step() changes it (and
+        # legal_mask() until done does): a step's sampler, agents and engine read them often.
+        self._memo: dict[str, torch.Tensor] = {}
         state["_pile_len"] = state["_pile_len"].to(torch.int8)
         state.update({name: state[name].to(dtype) for name, dtype in _FLAT.items()})
         if "_top" not in state:
@@ -318,6 +321,16 @@ class GameBatch:
         )
 
     @property
+    def done(self) -> torch.Tensor:
+        """[B] bool: the round is over (also set by a sampler that cuts a game short)."""
+        return self._done
+
+    @done.setter
+    def done(self, done: torch.Tensor) -> None:
+        self._done = done
+        self._memo.pop("legal_mask", None)  # finished games have no legal action
+
+    @property
     def device(self) -> torch.device:
         return self.done.device
 
@@ -359,7 +372,14 @@ class GameBatch:
         like the state); index it as [B, A] as usual. Built from 0/1 int8
         arithmetic rather than comparisons, which torch vectorises for int8 only
         between two tensors of the same shape (not with a broadcast or a scalar).
+        Computed once per state: later calls return the same tensor, so never change it
+        in place.
         """
+        if "legal_mask" not in self._memo:
+            self._memo["legal_mask"] = self._legal_mask()
+        return self._memo["legal_mask"]
+
+    def _legal_mask(self) -> torch.Tensor:
         rules, B = self.rules, self.batch_size
         T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
         tables = lookup_tables(rules, self.device)
@@ -466,6 +486,7 @@ class GameBatch:
         self._deck_pos = self._deck_pos + deck_draw
         self._turn = self._turn + active
         self.done = self.done | (self._deck_pos >= N) | (self._turn >= rules.max_turns)
+        self._memo.clear()  # a new state
 
     def _check(self, actions: torch.Tensor) -> None:
         A = self.rules.n_actions
@@ -504,9 +525,15 @@ class GameBatch:
         Built feature-major ([F, B], batch-last like the state); the result is the
         transposed view, which matrix multiplies read without a copy (BLAS takes
         the transpose as a flag). Call ``.contiguous()`` if you need row-major rows.
-        The encoder lives in :func:`lostcities_cfr.game.encoding.encode_batch`.
+        The encoder lives in :func:`lostcities_cfr.game.encoding.encode_batch`. The player
+        to move's features are computed once per state: later calls return the same
+        tensor, so never change it in place.
         """
-        return encode_batch(self, player)
+        if player is not None:
+            return encode_batch(self, player)
+        if "encode" not in self._memo:
+            self._memo["encode"] = encode_batch(self)
+        return self._memo["encode"]
 
 
 def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from lostcities_cfr.cfr import ReservoirBuffer, last_writers, reservoir_slots
+from lostcities_cfr.cfr import ReservoirBuffer, reservoir_slots, surviving_slots
 from lostcities_cfr.errors import ConfigError, NonFiniteError
 
 F, A = 6, 4
@@ -53,15 +53,14 @@ def test_rows_fill_the_slots_in_order_until_full():
 def test_slots_follow_algorithm_r():
     # Four rows seen, capacity 4: the k-th row draws j = floor(u * (k + 1)).
     uniforms = torch.tensor([0.0, 0.99, 0.5], dtype=torch.float64)
-    assert reservoir_slots(4, 4, uniforms).tolist() == [0, -1, 3]
+    assert reservoir_slots(torch.tensor([4, 5, 6]), 4, uniforms).tolist() == [0, -1, 3]
     # While filling, the draw is ignored.
-    assert reservoir_slots(0, 4, uniforms).tolist() == [0, 1, 2]
+    assert reservoir_slots(torch.tensor([0, 1, 2]), 4, uniforms).tolist() == [0, 1, 2]
 
 
-def test_only_the_last_row_naming_a_slot_writes_it():
-    written_rows, slots = last_writers(torch.tensor([2, -1, 2, 0, 2, -1]))
-    assert written_rows.tolist() == [3, 4]
-    assert slots.tolist() == [0, 2]
+def test_only_the_last_row_naming_a_slot_writes_it_the_others_the_spare_row():
+    slots = surviving_slots(torch.tensor([2, -1, 2, 0, 2, -1]), spare=9)
+    assert slots.tolist() == [9, 9, 9, 0, 2, 9]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -204,9 +203,11 @@ def test_targets_beyond_float16_are_refused_unless_stored_as_float32():
     huge = torch.full((1, A), 1e5)
     features, legal = torch.zeros(1, F), torch.ones(1, A, dtype=torch.bool)
     narrow = ReservoirBuffer(10, F, A)
-    with pytest.raises(ValueError, match="float32"):
-        narrow.add(features, legal, huge, 1)
-    assert narrow.n_seen == 0
+    narrow.add(features, legal, huge, 1)  # refused, and said at the next check
+    narrow.add(**rows(0, 3))
+    assert narrow.n_seen == 3 and torch.isfinite(narrow.targets.float()).all()
+    with pytest.raises(NonFiniteError, match=r"1 offered rows .*float32"):
+        narrow.check_finite()
     wide = ReservoirBuffer(10, F, A, target_dtype=torch.float32)
     wide.add(features, legal, huge, 1)
     assert wide.targets[0, 0] == 1e5
@@ -255,12 +256,19 @@ def test_held_out_rows_go_to_the_sub_buffer_only_whole_and_at_the_holdout_rate()
 
 
 def test_a_holdout_leaves_the_main_buffers_draws_as_they_were():
-    # Which rows are held out is drawn from the sub-buffer's generator, so the main buffer
-    # keeps what a buffer without holdout keeps of the rows left to it.
+    # Which rows are held out is drawn from the sub-buffer's generator; the main buffer draws
+    # one uniform per row offered, as without holdout, and offers itself the rows left to it
+    # with their own draws (Algorithm R one at a time over them).
     with_holdout = ReservoirBuffer(50, F, A, holdout=0.3, seed=5)
-    draws = torch.Generator().set_state(with_holdout.held_out.generator.get_state())
+    held = torch.Generator().set_state(with_holdout.held_out.generator.get_state())
+    draws = torch.Generator().set_state(with_holdout.generator.get_state())
     with_holdout.add(**rows(0, 400))
-    kept = torch.rand(400, generator=draws) >= 0.3  # [400] the rows not held out
+    kept = torch.rand(400, generator=held) >= 0.3  # [400] the rows not held out
+    uniforms = torch.rand(400, generator=draws, dtype=torch.float64)
+    reference = OneByOneReservoir(50)
+    for row in kept.nonzero().squeeze(1).tolist():
+        reference.offer(row, uniforms[row].item())
+    assert with_holdout.iteration.tolist() == reference.slots
     plain = ReservoirBuffer(50, F, A, seed=5)
-    plain.add(**{k: v[kept] for k, v in rows(0, 400).items()})
-    assert held_rows(with_holdout) == held_rows(plain)
+    plain.add(**rows(0, 400))
+    assert torch.equal(plain.generator.get_state(), with_holdout.generator.get_state())

@@ -141,3 +141,20 @@ def test_cuda_games_match_cpu_games():
         cpu.step(actions)
         gpu.step(actions.cuda())
     assert torch.equal(gpu.scores().cpu(), cpu.scores())
+
+
+def test_encode_and_legal_mask_are_kept_until_the_state_changes():
+    rules = Rules.classic()
+    games = GameBatch.new(rules, 8, seed=2)
+    features, legal = games.encode(), games.legal_mask()
+    assert games.encode() is features and games.legal_mask() is legal  # computed once
+    cut = torch.zeros(8, dtype=torch.bool)
+    cut[3] = True
+    games.done = games.done | cut  # a sampler cutting a game short: no legal action there
+    assert games.encode() is features
+    assert not games.legal_mask()[3].any() and torch.equal(games.legal_mask()[:3], legal[:3])
+    games.step(random_legal_actions(games.legal_mask(), torch.Generator().manual_seed(0)))
+    fresh = GameBatch.from_states(games.to_states())  # the same state, nothing kept
+    assert torch.equal(games.encode(), fresh.encode())
+    others = torch.arange(8) != 3  # (the states do not say that game 3 was cut)
+    assert torch.equal(games.legal_mask()[others], fresh.legal_mask()[others])
