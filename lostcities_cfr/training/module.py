@@ -30,8 +30,6 @@ beside it: losses, metric names, evaluation, agents and checkpoint loading.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -83,8 +81,11 @@ from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
+from lostcities_cfr.training.distributed import backward_averaged, broadcast_from_rank_zero
 from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
+from lostcities_cfr.training.held_out import held_out_losses
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
+from lostcities_cfr.training.updates import UpdateLog, UpdateSchedule
 
 PLAYERS = (0, 1)
 # The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
@@ -365,11 +366,23 @@ class DeepCFR(pl.LightningModule):
         ]
 
     def train_dataloader(self) -> range:
-        # Step indices only: every step samples its batches from the reservoirs itself.
-        updates = [self.hparams.advantage_updates, self.hparams.strategy_updates]
-        if self.value_net is not None:
-            updates.append(self.hparams.value_updates)
-        return range(max(updates) * (2 if self.hparams.alternate_updates else 1))
+        # Step indices only: every step samples its batch from a reservoir itself.
+        return range(len(self.update_schedule()))
+
+    def update_schedule(self) -> UpdateSchedule:
+        """Which network each step of this iteration's training epoch updates: each player's
+        advantage network, the strategy network (when this iteration trains it) and the
+        value network, one after another; with ``alternate_updates`` player 0's and the value
+        network's first, then (after player 1's traversal) player 1's, the value network's and
+        the strategy network's."""
+        names = [*ADVANTAGE_NETWORKS, STRATEGY_NETWORK, self.value_name]
+        phases = [None] if not self.hparams.alternate_updates else [0, 1]
+        scheduled = [[(n, self._updates(n, phase)) for n in names if n] for phase in phases]
+        longest = [
+            [(n, self._updates(n, phase, every_iteration=True)) for n in names if n]
+            for phase in phases
+        ]
+        return UpdateSchedule(scheduled, [sum(u for _, u in phase) for phase in longest])
 
     def val_dataloader(self) -> list[int]:
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
@@ -391,13 +404,11 @@ class DeepCFR(pl.LightningModule):
             optimizers = self.optimizers()
             for p in PLAYERS:
                 reinitialise(self.advantage_nets[p])
-                self._broadcast_from_rank_zero(self.advantage_nets[p])
+                broadcast_from_rank_zero(self.trainer, self.advantage_nets[p])
                 optimizers[p].optimizer.state.clear()
-        self._loss_sums: dict[str, float] = {}
-        self._loss_counts: dict[str, int] = {}
-        self.iteration_metrics |= {
-            metrics.phase_seconds(f"{_kind(name)}_train"): 0.0 for name in self.networks()
-        }
+        self._schedule = self.update_schedule()
+        self._update_log = UpdateLog(self.device, {name: _kind(name) for name in self.networks()})
+        self._filled: dict[str, bool] = {}  # buffers known to hold rows (or not) this phase
 
     def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
         """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
@@ -420,6 +431,8 @@ class DeepCFR(pl.LightningModule):
             stats = [
                 self.sampler.traverse(self.traversal_context(p), n_traversals) for p in players
             ]
+        for buffer in self.row_buffers().values():
+            buffer.check_finite()  # rows refused for non-finite targets stop the run here
         self._epoch_stats = total = sum(stats, self._epoch_stats)
         queue = self.queue.stats()
         self.iteration_metrics |= {
@@ -462,21 +475,25 @@ class DeepCFR(pl.LightningModule):
         )
 
     def training_step(self, step: int, batch_idx: int) -> None:
-        optimizers = dict(zip(self.networks(), self.optimizers(), strict=True))
-        phase, local = None, batch_idx  # alternating: player ``phase``'s half of the steps
-        if self.hparams.alternate_updates:
-            half = self.trainer.num_training_batches // 2
-            phase, local = divmod(batch_idx, half)
-            if local == 0 and phase == 1:
-                # Player 1 traverses against player 0's advantage network trained just now.
-                self.traversal_epoch(PLAYERS[1:])
-        for name, optimizer in optimizers.items():
-            if local < self._updates(name, phase):
-                self._update(name, optimizer)
-        if batch_idx == self.trainer.num_training_batches - 1:
+        schedule, log = self._schedule, self._update_log
+        if self.hparams.alternate_updates and batch_idx == schedule.phase_starts[1]:
+            # Player 1 traverses against player 0's advantage network trained just now.
+            self.traversal_epoch(PLAYERS[1:])
+            self._filled = {}
+        name = schedule.network(batch_idx)
+        log.start(name)
+        if name is not None:
+            optimizer = self.optimizers()[list(self.networks()).index(name)]
+            self.update_network(name, optimizer)
+        if batch_idx == len(schedule) - 1:
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
-            # on_train_epoch_end, before the module's own hook runs.
-            self.iteration_metrics.update(self.held_out_losses())
+            # on_train_epoch_end, before the module's own hook runs. Reading the losses also
+            # stops a diverged run before this iteration's checkpoint.
+            self.iteration_metrics.update(log.read(self.iteration))
+            self.iteration_metrics.update(log.phase_seconds())
+            self.iteration_metrics.update(
+                held_out_losses(self.networks(), self.row_buffers(), self._loss)
+            )
             if self.hparams.snapshots:
                 # This iteration's networks are trained: store them before its checkpoint.
                 states = [
@@ -485,12 +502,15 @@ class DeepCFR(pl.LightningModule):
                 ]
                 self._snapshots.append((self.iteration, states))
 
-    def _updates(self, network: str, phase: int | None = None) -> int:
+    def _updates(
+        self, network: str, phase: int | None = None, every_iteration: bool = False
+    ) -> int:
         """Updates of ``network`` in this iteration's training epoch, or with alternating
         updates in the half of it after player ``phase``'s traversal (its advantage network
-        and the value network; the strategy network after the second)."""
+        and the value network; the strategy network after the second). ``every_iteration``:
+        as if this iteration trained the strategy network."""
         if network == STRATEGY_NETWORK:
-            train = self.trains_strategy and phase in (None, 1)
+            train = (every_iteration or self.trains_strategy) and phase in (None, 1)
             return self.hparams.strategy_updates if train else 0
         if network == self.value_name:
             return self.hparams.value_updates
@@ -507,14 +527,16 @@ class DeepCFR(pl.LightningModule):
             return advantage_loss, 0.0
         return advantage_loss, self.hparams.weight_exponent
 
-    def _update(self, name: str, optimizer: pl.core.optimizer.LightningOptimizer) -> None:
-        """One optimizer step of network ``name`` on a batch of its buffer; timed and its
-        loss averaged over the iteration."""
+    def update_network(self, name: str, optimizer: pl.core.optimizer.LightningOptimizer) -> None:
+        """One optimizer step of network ``name`` on a batch of its buffer (none while the
+        buffer is empty). Nothing here reads a value back from the device: the loss goes to
+        the iteration's :class:`~lostcities_cfr.training.updates.UpdateLog`."""
         buffer, net = self.row_buffers()[name], self.networks()[name]
-        loss_fn, exponent = self._loss(name)
-        if len(buffer) == 0:
+        if name not in self._filled:
+            self._filled[name] = len(buffer) > 0  # one read per network and phase
+        if not self._filled[name]:
             return
-        start = time.perf_counter()
+        loss_fn, exponent = self._loss(name)
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
@@ -535,57 +557,11 @@ class DeepCFR(pl.LightningModule):
         outputs = forward(self.trainer.precision_plugin.convert_input(features))
         loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
         optimizer.zero_grad()
-        self._backward(loss, net)
+        backward_averaged(self, loss, net)
         if self.hparams.gradient_clip > 0:
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
         optimizer.step()
-        value = loss.item()  # also waits for the device, so the time below is the update's
-        if not math.isfinite(value):
-            # Before this iteration's checkpoint, so the last one on disk stays the last good one.
-            before = self.iteration - 1
-            kept = (
-                f"the last checkpoint, iteration {before}'s, is kept"
-                if before
-                else "no iteration has ended, so there is no checkpoint"
-            )
-            raise NonFiniteError(
-                f"{metrics.loss(name)}={value} at iteration {self.iteration}, update "
-                f"{self._loss_counts.get(name, 0) + 1}: training stopped before this "
-                f"iteration's checkpoint ({kept})"
-            )
-        phase = metrics.phase_seconds(f"{_kind(name)}_train")
-        self._loss_sums[name] = self._loss_sums.get(name, 0.0) + value
-        self._loss_counts[name] = self._loss_counts.get(name, 0) + 1
-        # Kept current after every update: callbacks read these in on_train_epoch_end,
-        # which Lightning calls before the module's own hook.
-        self.iteration_metrics[metrics.loss(name)] = self._loss_sums[name] / self._loss_counts[name]
-        self.iteration_metrics[phase] = (
-            self.iteration_metrics.get(phase, 0.0) + time.perf_counter() - start
-        )
-
-    def held_out_losses(self, rows: int = 4096) -> dict[str, float]:
-        """Each network's loss on (up to ``rows`` of) its buffer's held-out rows, and the loss
-        of the zero predictor on the same rows (zero advantages and values; for the strategy
-        network, zero logits: the uniform strategy)."""
-        losses = {}
-        with torch.no_grad():
-            for name, net in self.networks().items():
-                loss_fn, exponent = self._loss(name)
-                held_out = self.row_buffers()[name].held_out
-                if held_out is None or len(held_out) == 0:
-                    continue
-                n = min(rows, len(held_out))
-                features = held_out.features[:n].float()
-                legal, targets = held_out.legal[:n], held_out.targets[:n].float()
-                iteration = held_out.iteration[:n]
-                outputs = net(features)
-                losses[metrics.loss(f"val_{name}")] = float(
-                    loss_fn(outputs, legal, targets, iteration, exponent)
-                )
-                losses[metrics.loss(f"val_zero_{name}")] = float(
-                    loss_fn(torch.zeros_like(outputs), legal, targets, iteration, exponent)
-                )
-        return losses
+        self._update_log.record(name, loss)
 
     def on_train_epoch_end(self) -> None:
         every = self.hparams.exploitability_every
@@ -699,37 +675,6 @@ class DeepCFR(pl.LightningModule):
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-
-    # ---- data parallel (DDP) ---------------------------------------------------------------------
-    def _backward(self, loss: torch.Tensor, net: nn.Module) -> None:
-        """``manual_backward``, then, across ranks, the mean of ``net``'s gradients.
-
-        A training step runs one backward per network, and each backward reaches one
-        network's parameters only: DDP's reducer, which expects a single backward over
-        every parameter of the wrapped module, refuses that. So its automatic sync is
-        blocked and each network's gradients are averaged here, in one all-reduce.
-        """
-        if self.trainer.world_size == 1:
-            self.manual_backward(loss)
-            return
-        with self.trainer.strategy.block_backward_sync():
-            self.manual_backward(loss)
-        grads = [p.grad for p in net.parameters() if p.grad is not None]
-        flat = torch.cat([g.flatten() for g in grads])
-        mean = self.trainer.strategy.reduce(flat, reduce_op="mean")
-        for grad, synced in zip(grads, mean.split([g.numel() for g in grads]), strict=True):
-            grad.copy_(synced.view_as(grad))
-
-    def _broadcast_from_rank_zero(self, net: nn.Module) -> None:
-        """Give every rank rank 0's parameters of ``net`` (after a re-initialisation).
-
-        Ranks draw their own games, so their global random streams need not stay in step;
-        a network re-initialised from them would differ between ranks.
-        """
-        if self.trainer.world_size == 1:
-            return
-        for parameter in net.parameters():
-            torch.distributed.broadcast(parameter.data, src=0)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _call_callbacks(self, hook: str) -> None:

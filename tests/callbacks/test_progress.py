@@ -12,7 +12,7 @@ def test_line_mode_prints_one_line_per_iteration_and_nothing_else(tmp_path, caps
     assert len(lines) == 3
     for i, line in enumerate(lines, start=1):
         assert re.match(rf"iteration {i}/3: [\d.]+ s \| traversal [\d.]+ s, ", line)
-        assert "training 8 steps" in line
+        assert "training 24 steps" in line  # 8 updates of each network, one a step
         assert "advantage_p0" in line
 
 
