@@ -46,6 +46,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "color_augmentation",
         "deploy",
         "alternate_updates",
+        "optimizer_kernel",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per

@@ -4,17 +4,25 @@ and of a training update, against wall time, as the batch grows.
 ESCHER on classic rules with ``configs/classic_strong.yaml``'s sampler and networks (128x3
 colour networks, a value network of the same shape), untrained (seeded) weights, the second
 iteration's heads (regret matching). For each number of walkers it walks one batch of deals
-twice, the same trajectories both times: once timed, once under ``torch.profiler``, which
-counts every ``aten::`` call the step makes (nested calls included) and the host
-synchronisations among them: ``aten::nonzero`` (a data-dependent shape: boolean indexing,
-``nonzero()``) and ``aten::_local_scalar_dense`` (``.item()``, ``bool()``/``int()`` of a
-tensor), plus the explicit reads the traversal makes through ``cfr.traversal.host_ints``
-where it has them. On a GPU each synchronisation stalls the device and each call is a launch.
+with the walk as it is and, with ``--reference``, with the walk of main at f980cdc
+(``tests/cfr/escher_reference.py``: a host synchronisation wherever a count was needed),
+the same trajectories, in one process, taking turns: first timed, then under
+``torch.profiler``. Per step it reports
 
-Then the update of one network (sample a batch from its reservoir, forward, loss, backward,
-clip, optimizer step) at batch sizes 512 to 32,768: operator calls and milliseconds each.
+- ``ops``: every ``aten::`` call (nested calls included, as the profiler lists them);
+  ``top``: the calls made from Python (a composite such as ``linear`` counted once), closer
+  to what a GPU launches;
+- ``syncs``: host synchronisations: ``aten::nonzero`` (a data-dependent shape: boolean
+  indexing, ``nonzero()``), ``aten::_local_scalar_dense`` (``.item()``, ``bool()``/``int()``
+  of a tensor) and the explicit reads of counts (``TraversalContext.read_counts``).
 
-    python scripts/bench_overhead.py                      # the table
+Then one network's update (a batch from its reservoir, forward, loss, backward, clip,
+Adam's step) at batch sizes 512 to 32,768 with each of Adam's kernels (``for-loop``,
+``foreach``, ``fused``): milliseconds and operator calls. On a CPU Adam's step reads each
+parameter's step count (``_local_scalar_dense``), a read with nothing to wait for; fused
+and capturable CUDA kernels keep it on the device.
+
+    python scripts/bench_overhead.py --reference                  # the table
     python scripts/bench_overhead.py --device cuda --walkers 8 64 1024 8192 65536 --json
 """
 
@@ -23,8 +31,10 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
@@ -38,9 +48,10 @@ from lostcities_cfr.training import DeepCFR
 
 SYNC_OPS = ("aten::nonzero", "aten::_local_scalar_dense")
 NETWORK = NetworkConfig(width=128, depth=3, architecture="colors")
+KERNELS = ("for-loop", "foreach", "fused")
 
 
-def classic_strong_model(walkers: int, device: str, batch_size: int = 512) -> DeepCFR:
+def classic_strong_model(device: str, kernel: str = "auto") -> DeepCFR:
     """A DeepCFR of classic_strong's sampler and networks, set up for fitting on ``device``
     (reservoirs built, optimizers attached) by one tiny iteration."""
     torch.manual_seed(0)
@@ -48,22 +59,21 @@ def classic_strong_model(walkers: int, device: str, batch_size: int = 512) -> De
         rules="classic",
         network=NETWORK,
         value_network=NETWORK,
-        sampler=ESCHERSampling(walkers=walkers),
+        sampler=ESCHERSampling(walkers=1),
         traversals_per_player=1,
         advantage_buffer_size=1_000_000,
         strategy_buffer_size=1_000_000,
         value_buffer_size=300_000,
-        batch_size=batch_size,
         advantage_updates=1,
         strategy_updates=1,
         value_updates=1,
         inference_buckets=None,
         final_eval_games=0,
-        seed=0,
+        optimizer_kernel=kernel,
     )
     trainer = pl.Trainer(
         max_epochs=1,
-        accelerator=device,
+        accelerator=device.split(":")[0],
         devices=1,
         logger=False,
         enable_checkpointing=False,
@@ -74,11 +84,13 @@ def classic_strong_model(walkers: int, device: str, batch_size: int = 512) -> De
     return model
 
 
-def profiled(run: Callable[[], object]) -> collections.Counter:
-    """Every ``aten::`` call ``run()`` makes, by name (nested calls included)."""
+def operator_calls(run: Callable[[], object]) -> tuple[collections.Counter, int]:
+    """``(every aten:: call by name, the calls made from Python)`` of ``run()``."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         run()
-    return collections.Counter(e.name for e in prof.events() if e.name.startswith("aten::"))
+    events = [e for e in prof.events() if e.name.startswith("aten::")]
+    top = sum(1 for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten"))
+    return collections.Counter(e.name for e in events), top
 
 
 def synchronise(device: str) -> None:
@@ -86,40 +98,37 @@ def synchronise(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def traversal_row(model: DeepCFR, walkers: int, device: str) -> dict:
-    """One walk of ``walkers`` deals, timed, then profiled (the same trajectories)."""
-    model.sampler.walkers = walkers
-    steps = collections.Counter()
+def walk_once(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device: str) -> TraversalStats:
+    """One walk of ``walkers`` deals (the same deals and draws every call)."""
+    context = model.traversal_context(0)
+    context.generator.manual_seed(1)
+    games = GameBatch.new(model.rules, walkers, seed=2, device=device)
+    with torch.no_grad():
+        sampler.traverse_games(games, context)
+    return context.stats
 
-    def walk() -> TraversalStats:
-        context = model.traversal_context(0)
-        context.generator.manual_seed(1)  # the same trajectories in both walks
-        games = GameBatch.new(model.rules, walkers, seed=2, device=device)
-        with torch.no_grad():
-            model.sampler.traverse_games(games, context)
-        steps["walks"] += 1
-        return context.stats
 
-    model.queue.reset_stats()
-    walk()  # warm-up (allocator, first calls)
+def traversal_row(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device: str) -> dict:
+    """A walk timed (after a warm-up), then profiled."""
+    sampler.walkers = walkers
+    walk_once(model, sampler, walkers, device)  # warm-up (allocator, first calls)
     synchronise(device)
     start = time.perf_counter()
-    stats = walk()
+    stats = walk_once(model, sampler, walkers, device)
     synchronise(device)
     seconds = time.perf_counter() - start
-    counts = profiled(walk)
-    n_steps = stats.steps
-    ops = sum(counts.values())
-    syncs = sum(counts[name] for name in SYNC_OPS) + stats.host_reads
+    counts, top = operator_calls(lambda: walk_once(model, sampler, walkers, device))
+    steps = stats.steps
     return {
+        "walk": type(sampler).__name__,
         "walkers": walkers,
-        "steps": n_steps,
+        "steps": steps,
         "nodes": stats.nodes,
-        "ms_per_step": 1000 * seconds / n_steps,
-        "ops_per_step": ops / n_steps,
-        "syncs_per_step": syncs / n_steps,
+        "ms_per_step": 1000 * seconds / steps,
+        "ops_per_step": sum(counts.values()) / steps,
+        "top_ops_per_step": top / steps,
+        "syncs_per_step": (sum(counts[n] for n in SYNC_OPS) + stats.host_reads) / steps,
         "nodes_per_s": stats.nodes / seconds,
-        "sync_ops": {name: counts[name] / n_steps for name in SYNC_OPS},
     }
 
 
@@ -127,14 +136,8 @@ def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> di
     """``repeats`` updates of ``advantage_p0`` at ``batch_size`` rows, timed, then one
     profiled."""
     model.hparams.batch_size = batch_size
-    buffer = model.advantage_buffers[0]
-    generator = torch.Generator(device).manual_seed(3)
-    n, F, A = 100_000, buffer.n_features, buffer.n_actions
-    features = torch.rand(n, F, generator=generator, device=device)
-    legal = torch.rand(n, A, generator=generator, device=device) < 0.1
-    targets = torch.randn(n, A, generator=generator, device=device) * legal
-    buffer.add(features, legal, targets, 1)
     optimizer = model.optimizers()[0]
+    model.start_updates()
 
     def update() -> None:
         model.update_network("advantage_p0", optimizer)
@@ -146,29 +149,54 @@ def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> di
         update()
     synchronise(device)
     seconds = (time.perf_counter() - start) / repeats
-    counts = profiled(update)
+    counts, top = operator_calls(update)
     return {
+        "kernel": model.hparams.optimizer_kernel,
         "batch": batch_size,
         "ms_per_update": 1000 * seconds,
         "ops_per_update": sum(counts.values()),
-        "syncs_per_update": sum(counts[name] for name in SYNC_OPS),
+        "top_ops_per_update": top,
+        "syncs_per_update": sum(counts[n] for n in SYNC_OPS),
         "rows_per_s": batch_size / seconds,
     }
+
+
+def fill(model: DeepCFR, device: str, rows: int = 100_000) -> None:
+    """Random rows in player 0's advantage reservoir, for the updates to sample."""
+    buffer = model.advantage_buffers[0]
+    generator = torch.Generator(device).manual_seed(3)
+    F, A = buffer.n_features, buffer.n_actions
+    legal = torch.rand(rows, A, generator=generator, device=device) < 0.1
+    targets = torch.randn(rows, A, generator=generator, device=device) * legal
+    features = torch.rand(rows, F, generator=generator, device=device)
+    buffer.add(features, legal, targets, 1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--walkers", type=int, nargs="+", default=[8, 64, 1024, 8192])
+    parser.add_argument("--walkers", type=int, nargs="+", default=[8, 64, 1024])
     parser.add_argument("--batches", type=int, nargs="+", default=[512, 2048, 8192, 32768])
-    parser.add_argument("--repeats", type=int, default=20, help="timed updates per batch size")
+    parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS))
+    parser.add_argument("--repeats", type=int, default=10, help="timed updates per batch size")
+    parser.add_argument("--reference", action="store_true", help="also main's walk, side by side")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model = classic_strong_model(1024, args.device)
-    traversal = [traversal_row(model, w, args.device) for w in args.walkers]
-    updates = [update_row(model, b, args.device, args.repeats) for b in args.batches]
+    walks = [ESCHERSampling(walkers=1)]
+    if args.reference:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "cfr"))
+        from escher_reference import ReferenceESCHER
+
+        walks.insert(0, ReferenceESCHER(walkers=1))
+    model = classic_strong_model(args.device)
+    traversal = [traversal_row(model, walk, w, args.device) for w in args.walkers for walk in walks]
+    updates = []
+    for kernel in args.kernels:
+        model = classic_strong_model(args.device, kernel)
+        fill(model, args.device)
+        updates += [update_row(model, b, args.device, args.repeats) for b in args.batches]
     result = {
         "device": args.device,
         "threads": args.threads,
@@ -180,19 +208,21 @@ def main() -> None:
         return
     print(f"traversal steps, ESCHER on classic rules ({args.device}, {args.threads} thread(s))")
     print(
-        f"{'walkers':>8} {'steps':>6} {'ms/step':>9} {'ops/step':>9} {'syncs/step':>11} "
-        f"{'nodes/s':>10}"
+        f"{'walk':<16} {'walkers':>8} {'steps':>6} {'ms/step':>9} {'ops/step':>9} "
+        f"{'top/step':>9} {'syncs/step':>11} {'nodes/s':>10}"
     )
     for r in traversal:
         print(
-            f"{r['walkers']:>8} {r['steps']:>6} {r['ms_per_step']:>9.2f} "
-            f"{r['ops_per_step']:>9.0f} {r['syncs_per_step']:>11.2f} {r['nodes_per_s']:>10,.0f}"
+            f"{r['walk']:<16} {r['walkers']:>8} {r['steps']:>6} {r['ms_per_step']:>9.2f} "
+            f"{r['ops_per_step']:>9.0f} {r['top_ops_per_step']:>9.0f} "
+            f"{r['syncs_per_step']:>11.2f} {r['nodes_per_s']:>10,.0f}"
         )
     print("\nupdates of one advantage network")
-    print(f"{'batch':>8} {'ms':>9} {'ops':>6} {'syncs':>6} {'rows/s':>12}")
+    print(f"{'kernel':<9} {'batch':>8} {'ms':>9} {'ops':>6} {'top':>6} {'syncs':>6} {'rows/s':>12}")
     for r in updates:
         print(
-            f"{r['batch']:>8} {r['ms_per_update']:>9.2f} {r['ops_per_update']:>6} "
+            f"{r['kernel']:<9} {r['batch']:>8} {r['ms_per_update']:>9.2f} "
+            f"{r['ops_per_update']:>6} {r['top_ops_per_update']:>6} "
             f"{r['syncs_per_update']:>6} {r['rows_per_s']:>12,.0f}"
         )
 

@@ -14,18 +14,16 @@ Deep CFR (Brown, Lerer, Gross & Sandholm, "Deep Counterfactual Regret Minimizati
 The strategy network's policy is the *average strategy*, Deep CFR's output; regret matching
 on the advantage networks is the *current strategy*.
 
-Mapping onto Lightning (``docs/architecture.md``): the traversal epoch runs in
-``on_train_epoch_start``, before the epoch's steps; the training "dataloader" is a fixed-length
-range of step indices and each step draws its own batches from the reservoirs with the
-module's generator, so the loader never runs dry (a loader with no batch ends ``fit``) and
-every DDP rank runs the same number of steps; optimization is manual, one Adam per network.
-Checkpoints carry the reservoirs, the generators and the global torch RNG state besides
-Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_path last`` continues
-a run where its last completed iteration left it.
+Mapping onto Lightning (``docs/architecture.md``): one ``Trainer.fit`` is one experiment and
+one epoch one iteration; :mod:`.loop` runs an iteration (the traversal epoch in
+``on_train_epoch_start``, then one network update per step, optimization manual, one Adam
+per network). Checkpoints carry the reservoirs, the generators and the global torch RNG state
+besides Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_path last``
+continues a run where its last completed iteration left it.
 
-The module is long (over 600 lines) because it is one class whose Lightning hooks share its
-state (networks, buffers, generators, the queue); what stands apart from that state lives
-beside it: losses, metric names, evaluation, agents and checkpoint loading.
+What stands apart from the model's state lives beside it: the iteration's loop, the updates'
+schedule and log, losses, held-out losses, metric names, evaluation, agents and checkpoint
+loading.
 """
 
 from __future__ import annotations
@@ -57,16 +55,13 @@ from lostcities_cfr.cfr.networks import (
     build_network,
     masked_softmax,
     network_factory,
-    reinitialise,
 )
-from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
+from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     ADVANTAGE_NETWORKS,
     STRATEGY_NETWORK,
     Sampler,
-    TraversalContext,
-    TraversalStats,
 )
 from lostcities_cfr.errors import AgentSpecError, ConfigError, NonFiniteError
 from lostcities_cfr.game import Rules, feature_size
@@ -74,27 +69,21 @@ from lostcities_cfr.game.encoding import history_feature_size
 from lostcities_cfr.game.symmetry import (
     action_layout,
     feature_layout,
-    permute_features,
-    permute_rows,
 )
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
-from lostcities_cfr.training.distributed import backward_averaged, broadcast_from_rank_zero
 from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
-from lostcities_cfr.training.held_out import held_out_losses
-from lostcities_cfr.training.losses import advantage_loss, strategy_loss
-from lostcities_cfr.training.updates import UpdateLog, UpdateSchedule
+from lostcities_cfr.training.loop import PLAYERS, CFRIteration
 
-PLAYERS = (0, 1)
 # The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
 Deployed = Literal[
     "average", "average:greedy", "current", "current:greedy", "sdcfr", "sdcfr:greedy"
 ]
 
 
-class DeepCFR(pl.LightningModule):
+class DeepCFR(CFRIteration, pl.LightningModule):
     """Deep CFR's networks, reservoirs and loop (module docstring).
 
     Args:
@@ -152,6 +141,10 @@ class DeepCFR(pl.LightningModule):
             value network), then traverse for player 1 against it and train player 1's (and
             the value and strategy networks): each player's regrets then answer the other's
             newest strategy, as in alternating-update CFR. Off: both traverse, then all train.
+        optimizer_kernel: how Adam updates a network's parameters: one tensor at a time
+            (``for-loop``), all at once in a few batched calls (``foreach``) or in one
+            fused kernel (``fused``); ``auto`` takes ``fused`` on a GPU and ``foreach`` on a
+            CPU. The same arithmetic, in fewer operator calls.
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
@@ -192,6 +185,7 @@ class DeepCFR(pl.LightningModule):
         snapshots: bool = False,
         deploy: Deployed = "average",
         alternate_updates: bool = False,
+        optimizer_kernel: Literal["auto", "for-loop", "foreach", "fused"] = "auto",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -355,104 +349,6 @@ class DeepCFR(pl.LightningModule):
             nets[self.value_name] = self.value_net
         return nets
 
-    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
-        # One optimizer per network, in the order of ``networks()``.
-        lr, decay = self.hparams.learning_rate, self.hparams.weight_decay
-        return [
-            torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=decay)
-            if decay
-            else torch.optim.Adam(net.parameters(), lr=lr)
-            for net in self.networks().values()
-        ]
-
-    def train_dataloader(self) -> range:
-        # Step indices only: every step samples its batch from a reservoir itself.
-        return range(len(self.update_schedule()))
-
-    def update_schedule(self) -> UpdateSchedule:
-        """Which network each step of this iteration's training epoch updates: each player's
-        advantage network, the strategy network (when this iteration trains it) and the
-        value network, one after another; with ``alternate_updates`` player 0's and the value
-        network's first, then (after player 1's traversal) player 1's, the value network's and
-        the strategy network's."""
-        names = [*ADVANTAGE_NETWORKS, STRATEGY_NETWORK, self.value_name]
-        phases = [None] if not self.hparams.alternate_updates else [0, 1]
-        scheduled = [[(n, self._updates(n, phase)) for n in names if n] for phase in phases]
-        longest = [
-            [(n, self._updates(n, phase, every_iteration=True)) for n in names if n]
-            for phase in phases
-        ]
-        return UpdateSchedule(scheduled, [sum(u for _, u in phase) for phase in longest])
-
-    def val_dataloader(self) -> list[int]:
-        return [0]  # ``validate`` plays one evaluation (``validation_step``)
-
-    # ---- Lightning: one CFR iteration ---------------------------------------------------------
-    def on_train_start(self) -> None:
-        if self._resume_state is not None:
-            self._restore_training_state(self._resume_state)
-            self._resume_state = None
-
-    def on_train_epoch_start(self) -> None:
-        self._epoch_stats = TraversalStats()
-        self.iteration_metrics = {}
-        self.queue.reset_stats()
-        self.traversal_epoch(PLAYERS[:1] if self.hparams.alternate_updates else PLAYERS)
-        if not self.hparams.advantage_warm_start:
-            # Deep CFR retrains the advantage networks from scratch on the whole reservoir:
-            # a network fitted to last iteration's data would carry its errors forward.
-            optimizers = self.optimizers()
-            for p in PLAYERS:
-                reinitialise(self.advantage_nets[p])
-                broadcast_from_rank_zero(self.trainer, self.advantage_nets[p])
-                optimizers[p].optimizer.state.clear()
-        self._schedule = self.update_schedule()
-        self._update_log = UpdateLog(self.device, {name: _kind(name) for name in self.networks()})
-        self._filled: dict[str, bool] = {}  # buffers known to hold rows (or not) this phase
-
-    def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
-        """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
-        traversal metrics (over every traversal epoch of the iteration so far) go to
-        ``iteration_metrics``."""
-        head = uniform_strategy if self.iteration == 1 else regret_matching
-        if head is not self._queue_head:
-            # Only when the head changes: a registration replaces the queue's handles,
-            # compiled ones included (dynamo's cache serves the new ones' graphs).
-            for name, net in zip(ADVANTAGE_NETWORKS, self.advantage_nets, strict=True):
-                self.queue.register(name, net, head)
-            self.queue.register(STRATEGY_NETWORK, self.strategy_net, masked_softmax)
-            if self.value_net is not None:
-                self.queue.register(self.value_name, self.value_net)  # raw outputs: V(s)
-            self._queue_head = head
-        # The queue is ready: a callback may switch its backend and warm it up here.
-        self._call_callbacks("on_traversal_start")
-        n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
-        with torch.no_grad():
-            stats = [
-                self.sampler.traverse(self.traversal_context(p), n_traversals) for p in players
-            ]
-        for buffer in self.row_buffers().values():
-            buffer.check_finite()  # rows refused for non-finite targets stop the run here
-        self._epoch_stats = total = sum(stats, self._epoch_stats)
-        queue = self.queue.stats()
-        self.iteration_metrics |= {
-            "time/traversal_s": total.seconds,
-            "time/policy_network_s": queue.policy_network_seconds,
-            "time/memory_add_s": total.memory_add_seconds,
-            "traversal/nodes": float(total.nodes),
-            "traversal/nodes_per_s": total.nodes_per_s,
-            "traversal/advantage_rows": float(total.advantage_rows),
-            "traversal/advantage_rows_per_s": total.advantage_rows_per_s,
-            "traversal/truncated_share": total.truncated / max(total.traversals, 1),
-            "inference/mean_batch": queue.mean_batch,
-            **{
-                metrics.buffer_rows(name): float(len(buffer))
-                for name, buffer in self.row_buffers().items()
-            },
-        }
-        self._call_callbacks("on_traversal_end")
-        return stats
-
     def row_buffers(self) -> dict[str, ReservoirBuffer]:
         """Every buffer of training rows, by the name of the network it trains."""
         buffers = dict(zip(ADVANTAGE_NETWORKS, self.advantage_buffers, strict=True))
@@ -461,114 +357,23 @@ class DeepCFR(pl.LightningModule):
             buffers[self.value_name] = self.value_buffer
         return buffers
 
-    def traversal_context(self, traverser: int) -> TraversalContext:
-        """What the sampler works with in ``traverser``'s traversal epoch of this iteration."""
-        return TraversalContext(
-            rules=self.rules,
-            traverser=traverser,
-            iteration=self.iteration,
-            queue=self.queue,
-            advantage_buffer=self.advantage_buffers[traverser],
-            strategy_buffer=self.strategy_buffer,
-            generator=self.traversal_generator,
-            value_buffer=self.value_buffer,
-        )
+    def configure_optimizers(self) -> list[torch.optim.Optimizer]:
+        # One optimizer per network, in the order of ``networks()``.
+        lr, decay = self.hparams.learning_rate, self.hparams.weight_decay
+        kernel = self.hparams.optimizer_kernel
+        if kernel == "auto":  # measured in docs/performance.md, "Fixed costs per step"
+            kernel = "fused" if self.device.type == "cuda" else "foreach"
+        options = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}}
+        options["fused"] = {"fused": True}
+        return [
+            torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=decay, **options[kernel])
+            if decay
+            else torch.optim.Adam(net.parameters(), lr=lr, **options[kernel])
+            for net in self.networks().values()
+        ]
 
-    def training_step(self, step: int, batch_idx: int) -> None:
-        schedule, log = self._schedule, self._update_log
-        if self.hparams.alternate_updates and batch_idx == schedule.phase_starts[1]:
-            # Player 1 traverses against player 0's advantage network trained just now.
-            self.traversal_epoch(PLAYERS[1:])
-            self._filled = {}
-        name = schedule.network(batch_idx)
-        log.start(name)
-        if name is not None:
-            optimizer = self.optimizers()[list(self.networks()).index(name)]
-            self.update_network(name, optimizer)
-        if batch_idx == len(schedule) - 1:
-            # Here rather than at the epoch's end: callbacks log the iteration's metrics in
-            # on_train_epoch_end, before the module's own hook runs. Reading the losses also
-            # stops a diverged run before this iteration's checkpoint.
-            self.iteration_metrics.update(log.read(self.iteration))
-            self.iteration_metrics.update(log.phase_seconds())
-            self.iteration_metrics.update(
-                held_out_losses(self.networks(), self.row_buffers(), self._loss)
-            )
-            if self.hparams.snapshots:
-                # This iteration's networks are trained: store them before its checkpoint.
-                states = [
-                    {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-                    for net in self.advantage_nets
-                ]
-                self._snapshots.append((self.iteration, states))
-
-    def _updates(
-        self, network: str, phase: int | None = None, every_iteration: bool = False
-    ) -> int:
-        """Updates of ``network`` in this iteration's training epoch, or with alternating
-        updates in the half of it after player ``phase``'s traversal (its advantage network
-        and the value network; the strategy network after the second). ``every_iteration``:
-        as if this iteration trained the strategy network."""
-        if network == STRATEGY_NETWORK:
-            train = (every_iteration or self.trains_strategy) and phase in (None, 1)
-            return self.hparams.strategy_updates if train else 0
-        if network == self.value_name:
-            return self.hparams.value_updates
-        if phase is not None and network != ADVANTAGE_NETWORKS[phase]:
-            return 0
-        return self.hparams.advantage_updates
-
-    def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
-        """``network``'s loss function and the exponent of its rows' iteration weights."""
-        if network == STRATEGY_NETWORK:
-            return strategy_loss, self.hparams.weight_exponent
-        if network == self.value_name:
-            # The value buffer keeps the newest rows only: they weigh alike.
-            return advantage_loss, 0.0
-        return advantage_loss, self.hparams.weight_exponent
-
-    def update_network(self, name: str, optimizer: pl.core.optimizer.LightningOptimizer) -> None:
-        """One optimizer step of network ``name`` on a batch of its buffer (none while the
-        buffer is empty). Nothing here reads a value back from the device: the loss goes to
-        the iteration's :class:`~lostcities_cfr.training.updates.UpdateLog`."""
-        buffer, net = self.row_buffers()[name], self.networks()[name]
-        if name not in self._filled:
-            self._filled[name] = len(buffer) > 0  # one read per network and phase
-        if not self._filled[name]:
-            return
-        loss_fn, exponent = self._loss(name)
-        rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
-        features, legal, targets = rows.features, rows.legal, rows.targets
-        if self.hparams.color_augmentation:
-            if name == self.value_name:  # one output, the state's value: only states move
-                features = permute_features(features, self._history_layout, self.batch_generator)
-            else:
-                features, legal, targets = permute_rows(
-                    features,
-                    legal,
-                    targets,
-                    self._feature_layout,
-                    self._action_layout,
-                    self.batch_generator,
-                )
-        # The rows come from the buffer, not from a dataloader, so Lightning never converts
-        # them: under ``precision="bf16-true"`` the network's weights are bfloat16.
-        forward = self.compiled_networks.get(name, net)
-        outputs = forward(self.trainer.precision_plugin.convert_input(features))
-        loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
-        optimizer.zero_grad()
-        backward_averaged(self, loss, net)
-        if self.hparams.gradient_clip > 0:
-            self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
-        optimizer.step()
-        self._update_log.record(name, loss)
-
-    def on_train_epoch_end(self) -> None:
-        every = self.hparams.exploitability_every
-        if every and self.iteration % every == 0:
-            self.iteration_metrics.update(self.exploitability_metrics())
-        self.log(metrics.ITERATION, float(self.iteration))
-        self.log_dict(self.iteration_metrics)
+    def val_dataloader(self) -> list[int]:
+        return [0]  # ``validate`` plays one evaluation (``validation_step``)
 
     def exploitability_metrics(self) -> dict[str, float]:
         """``exploitability`` of the average strategy, also as a share of the uniform policy's."""
@@ -675,20 +480,6 @@ class DeepCFR(pl.LightningModule):
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-
-    # ---- helpers ---------------------------------------------------------------------------------
-    def _call_callbacks(self, hook: str) -> None:
-        """Call ``hook(trainer, module)`` on every callback that defines it (the hooks of
-        :class:`~lostcities_cfr.callbacks.TraversalCallback`)."""
-        for callback in self.trainer.callbacks:
-            method = getattr(callback, hook, None)
-            if callable(method):
-                method(self.trainer, self)
-
-
-def _kind(network: str) -> str:
-    """The training phase a network's updates count in: ``advantage``, ``strategy``, ``value``."""
-    return "advantage" if network in ADVANTAGE_NETWORKS else network
 
 
 def _resolve_rules(rules: str | Rules) -> Rules:

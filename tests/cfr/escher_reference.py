@@ -38,6 +38,7 @@ class ReferenceESCHER(ESCHERSampling):
 
         while (next_rows := live_rows(games, [walker, switch])) is not None:
             games, (walker, switch), alive, live = next_rows
+            context.stats.steps += 1  # (counted since, to compare the walks per step)
             legal = games.legal_mask()  # [b, A]
             features = games.encode()  # [b, F]
             turn, mover = games.turn, games.current_player  # [b] each
