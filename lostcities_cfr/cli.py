@@ -29,6 +29,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "play an agent against an opponent in duplicate games; rates with 95% intervals",
     ),
     "play": ("lostcities_cfr.play", "main", "play against an agent in the terminal"),
+    "exploit": (
+        "lostcities_cfr.exploit_cli",
+        "main",
+        "learn a best response to an agent: its winnings bound the agent's exploitability",
+    ),
+    "league": (
+        "lostcities_cfr.league_cli",
+        "main",
+        "round-robin duplicate matches between agents; ratings with 95% intervals",
+    ),
     "report": (
         "lostcities_cfr.report",
         "main",

@@ -129,7 +129,8 @@ class PPO(pl.LightningModule):
             others play snapshots drawn uniformly from the pool.
         snapshot_every: add the policy to the pool every this many PPO iterations.
         pool_size: snapshots kept (the latest).
-        bc_teacher: agent spec to clone first (``heuristic:balanced``); ``None``: none.
+        bc_teacher: agent spec to clone first (``heuristic:balanced``); ``None``: the
+            ``opponent`` if there is one, else none.
         bc_iterations: iterations of behaviour cloning before PPO starts.
         opponent: agent spec of a fixed opponent (module docstring): every game is against
             it and ``opponent_groups``, ``latest_share``, ``snapshot_every`` and
@@ -185,15 +186,16 @@ class PPO(pl.LightningModule):
                 self.teacher = agent_from_spec(bc_teacher, seed=seed)
             except AgentSpecError as error:
                 raise ConfigError(f"PPO bc_teacher: {error}") from None
-        elif bc_iterations:
+        elif bc_iterations and opponent is None:
             raise ConfigError(
                 f"PPO bc_iterations={bc_iterations} needs a bc_teacher agent spec "
-                "(e.g. heuristic:balanced)"
+                "(e.g. heuristic:balanced) or an opponent to clone"
             )
         self.opponent: Agent | None = None
         if opponent is not None:
             try:
-                self.play_against(agent_from_spec(opponent, seed=seed + 2))
+                clone = bc_iterations if bc_teacher is None else 0
+                self.play_against(agent_from_spec(opponent, seed=seed + 2), clone)
             except (AgentSpecError, ConfigError) as error:
                 raise ConfigError(f"PPO opponent: {error}") from None
         F, A = feature_size(self.rules), self.rules.n_actions
@@ -222,15 +224,24 @@ class PPO(pl.LightningModule):
         """Whether this iteration is behaviour cloning rather than PPO."""
         return self.iteration <= self.hparams.bc_iterations
 
-    def play_against(self, agent: Agent) -> None:
+    def play_against(self, agent: Agent, clone_iterations: int = 0) -> None:
         """Play every later rollout against ``agent`` only (the ``opponent`` of an agent in
         memory, such as a policy being trained elsewhere).
+
+        Args:
+            agent: the fixed opponent.
+            clone_iterations: the first this many iterations clone ``agent``'s moves instead
+                (it becomes the ``bc_teacher`` and this the ``bc_iterations``), so that the
+                learner starts as a copy of what it answers.
 
         Raises:
             ConfigError: the agent plays other rules (names both).
         """
         check_agent_rules(agent, self.rules)
         self.opponent = agent
+        if clone_iterations:
+            self.teacher = agent
+            self.hparams.bc_iterations = clone_iterations
 
     def agent(
         self, policy: str | None = None, greedy: bool = False, seed: int | None = None

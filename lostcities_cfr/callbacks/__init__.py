@@ -8,6 +8,7 @@ model a callback may rely on.
 """
 
 from lostcities_cfr.callbacks.base import TraversalCallback
+from lostcities_cfr.callbacks.best_response import BestResponseProbe
 from lostcities_cfr.callbacks.compile_toggle import CompileToggle
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.callbacks.phase_profiler import PhaseProfiler
@@ -17,6 +18,7 @@ from lostcities_cfr.callbacks.save_config import SaveConfigToLoggers
 from lostcities_cfr.callbacks.wandb_logger import IterationWandbLogger
 
 __all__ = [
+    "BestResponseProbe",
     "CompileToggle",
     "IterationProgressBar",
     "IterationWandbLogger",
