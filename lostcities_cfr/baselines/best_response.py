@@ -33,11 +33,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytorch_lightning as pl
+import torch
 
 from lostcities_cfr.agents import Agent
 from lostcities_cfr.arena import EvaluationResult, check_agent_rules, evaluate
 from lostcities_cfr.baselines.ppo import PPO, TRAINING_DEAL_SEEDS
-from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.cfr.exploitability import Policy, game_tree
+from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import Rules
 
@@ -107,6 +109,17 @@ class BestResponse:
         agent = self.model.agent(greedy=self.greedy, seed=self.seed + 3)
         agent.name = f"best-response({self.agent_name})"
         return agent
+
+    @torch.no_grad()
+    def policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """The learner's strategy on feature rows [n, F] with legal [n, A] bool, as it
+        plays: all on its most probable action when greedy, else its masked softmax."""
+        net = self.model.policy_net
+        probs = masked_softmax(net(features.to(self.model.device)), legal.to(self.model.device))
+        if not self.greedy:
+            return probs
+        best = torch.where(legal.to(probs.device), probs, -1.0).argmax(1)  # [n]
+        return torch.nn.functional.one_hot(best, legal.shape[1]).to(probs.dtype)
 
 
 def held_out_seed(seed: int, curve: bool = False) -> int:
@@ -212,6 +225,22 @@ def measure(
         seed=held_out_seed(best_response.seed),
         device=device,
     )
+
+
+def exact_value(best_response: BestResponse, policy: Policy) -> tuple[float, float]:
+    """The learner's exact expected points per game against ``policy`` (features to
+    probabilities, both seats), as the first and as the second player: the whole game tree,
+    so tiny rules only (:mod:`~lostcities_cfr.cfr.exploitability`). Their mean is the
+    quantity :func:`measure` estimates, and at most the policy's exploitability.
+
+    Raises:
+        ConfigError: the rules' tree is too big to walk.
+    """
+    tree = game_tree(best_response.rules)
+    learner = best_response.policy
+    first = tree.expected_return(tree.policy_probs((learner, policy)))
+    second = -tree.expected_return(tree.policy_probs((policy, learner)))
+    return first, second
 
 
 class _CurveRecorder(pl.Callback):

@@ -101,3 +101,43 @@ def test_teacher_games_record_every_decision_with_the_reference_engines_score():
     own = torch.where(rows.seat == 0, differences[rows.game], -differences[rows.game])
     torch.testing.assert_close(rows.returns, own)
     assert rows.legal.gather(1, rows.actions[:, None]).all()
+
+
+def test_a_fixed_agent_opponent_plays_its_own_moves_from_both_seats(queue, monkeypatch):
+    moves = []
+
+    def recording_play_out(batch, decide, check=True):
+        def record(batch, step, rows):
+            actions = decide(batch, step, rows)
+            live = ~batch.done
+            moves.append((rows[live].clone(), actions[live].clone()))
+            return actions
+
+        return play_out(batch, record, check=True)
+
+    monkeypatch.setattr(rollout_module, "play_out", recording_play_out)
+    heuristic = agent_from_spec("heuristic:cautious")
+    seed = 5
+    rows, _ = learner_rollout(
+        RULES, queue, [heuristic], GAMES, seed, torch.Generator().manual_seed(2)
+    )
+    agent_moves = [
+        action
+        for step, (games, actions) in enumerate(moves)
+        for game, action in zip(games.tolist(), actions.tolist(), strict=True)
+        if (step >> 1) & 1 != game % 2  # the learner sits in seat game % 2
+    ]
+    agent_states = []
+
+    def agents_move(game, state):
+        if state.current_player != game % 2:
+            agent_states.append(state.clone())
+
+    differences = torch.tensor(replay(seed, moves, agents_move), dtype=torch.float32)
+    # the heuristic's own choice in every state where it moved, asked in one batch
+    assert agent_moves == heuristic.act(GameBatch.from_states(agent_states)).tolist()
+    seat = torch.arange(GAMES) % 2
+    torch.testing.assert_close(
+        rows.returns, torch.where(seat == 0, differences, -differences)[rows.game]
+    )
+    assert set(rows.seat.tolist()) == {0, 1}
