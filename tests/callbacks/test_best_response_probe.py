@@ -1,11 +1,15 @@
 """BestResponseProbe: a small best response to the deployed policy, logged as exploit/*."""
 
+import csv
+
 import pytest
-from tiny_runs import fit, read_csv_metrics, tiny_model
+import yaml
+from tiny_runs import fit, read_csv_metrics, tiny_cli_model, tiny_model
 
 from lostcities_cfr.callbacks import BestResponseProbe
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.fit_cli import run
 from lostcities_cfr.training import metrics
 
 SMALL = {"iterations": 25, "games_per_rollout": 64, "games": 200, "network": NetworkConfig(32, 2)}
@@ -47,3 +51,37 @@ def test_the_probe_answers_the_policy_the_run_deploys(tmp_path):
 def test_refuses_settings_that_cannot_probe(field, value, message):
     with pytest.raises(ConfigError, match=message):
         BestResponseProbe(**(SMALL | {field: value}))
+
+
+def test_a_run_config_names_the_probe_by_its_class_path(tmp_path):
+    config = {
+        "trainer": {
+            "max_epochs": 1,
+            "default_root_dir": str(tmp_path),
+            "enable_model_summary": False,
+            "logger": {
+                "class_path": "pytorch_lightning.loggers.CSVLogger",
+                "init_args": {"save_dir": str(tmp_path)},
+            },
+            "callbacks": [
+                {
+                    "class_path": "lostcities_cfr.callbacks.BestResponseProbe",
+                    "init_args": {
+                        "every_n_iterations": 1,
+                        "iterations": 2,
+                        "games_per_rollout": 16,
+                        "games": 20,
+                        "network": {"width": 16, "depth": 1},
+                    },
+                }
+            ],
+        },
+        "model": tiny_cli_model(),
+    }
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(config))
+    run("fit", ["--config", str(tmp_path / "run.yaml")])
+    (log,) = tmp_path.glob("**/metrics.csv")
+    with open(log, newline="") as file:
+        (row,) = [r for r in csv.DictReader(file) if r["exploit/score_diff"]]
+    assert float(row["iteration"]) == 1.0
+    assert float(row["exploit/score_diff_ci_low"]) <= float(row["exploit/score_diff"])
