@@ -35,7 +35,7 @@ from datetime import timedelta
 import pytorch_lightning as pl
 import torch
 
-from lostcities_cfr.agents import Agent
+from lostcities_cfr.agents import Agent, agent_name
 from lostcities_cfr.arena import EvaluationResult, check_agent_rules, evaluate
 from lostcities_cfr.baselines.ppo import PPO, TRAINING_DEAL_SEEDS
 from lostcities_cfr.cfr.exploitability import Policy, game_tree
@@ -154,7 +154,7 @@ def train_best_response(
         minutes: wall-clock budget of the training, checks included.
         iterations: PPO iterations (the whole budget when ``minutes`` is None; with both,
             whichever ends first).
-        seed: seeds the learner's networks, deals and sampling.
+        seed: seeds the learner's networks, deals and sampling (0 <= seed < 2**61).
         network: the learner's policy and value networks.
         games_per_rollout, learning_rate, entropy_coef: the PPO settings of that name.
         clone_iterations: the first this many iterations clone the agent's moves in its
@@ -170,7 +170,8 @@ def train_best_response(
         progress: called with every curve point.
 
     Raises:
-        ConfigError: no budget, or the agent plays other rules (names both).
+        ConfigError: no budget, a seed out of range, or the agent plays other rules (names
+            both).
     """
     if minutes is None and iterations is None:
         raise ConfigError("a best response needs a budget: minutes or iterations")
@@ -178,19 +179,21 @@ def train_best_response(
         raise ConfigError(f"minutes={minutes}; expected a positive number")
     if iterations is not None and iterations < 1:
         raise ConfigError(f"iterations={iterations}; expected at least 1")
+    if not 0 <= seed < 2**61:  # held-out seeds stay above the training ones
+        raise ConfigError(f"seed={seed}; expected 0 <= seed < 2**61")
     check_agent_rules(agent, rules)
-    model = PPO(
-        rules=dataclasses.replace(rules, max_turns=min(rules.max_turns, TRAINING_MAX_TURNS)),
-        network=network,
-        games_per_rollout=games_per_rollout,
-        learning_rate=learning_rate,
-        entropy_coef=entropy_coef,
-        seed=seed,
-    )
+    with torch.random.fork_rng():  # seeded initial networks, the caller's generator untouched
+        torch.manual_seed(seed)
+        model = PPO(
+            rules=dataclasses.replace(rules, max_turns=min(rules.max_turns, TRAINING_MAX_TURNS)),
+            network=network,
+            games_per_rollout=games_per_rollout,
+            learning_rate=learning_rate,
+            entropy_coef=entropy_coef,
+            seed=seed,
+        )
     model.play_against(agent, clone_iterations)
-    result = BestResponse(
-        model, getattr(agent, "name", type(agent).__name__), rules, seed, greedy, []
-    )
+    result = BestResponse(model, agent_name(agent), rules, seed, greedy, [])
     recorder = _CurveRecorder(result, agent, check_every, check_games, progress)
     trainer = pl.Trainer(
         accelerator=accelerator,

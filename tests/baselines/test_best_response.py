@@ -19,7 +19,7 @@ from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.game import Rules
+from lostcities_cfr.game import Rules, feature_size
 
 TINY = Rules.tiny()
 SMALL = {"games_per_rollout": 256, "network": NetworkConfig(32, 2), "learning_rate": 3e-3}
@@ -124,8 +124,33 @@ def test_a_fixed_opponent_it_cannot_play_is_refused_naming_it(arguments, message
 
 @pytest.mark.parametrize(
     ("budget", "message"),
-    [({}, "needs a budget"), ({"minutes": 0}, "minutes=0"), ({"iterations": 0}, "iterations=0")],
+    [
+        ({}, "needs a budget"),
+        ({"minutes": 0}, "minutes=0"),
+        ({"iterations": 0}, "iterations=0"),
+        ({"iterations": 1, "seed": -1}, "seed=-1"),
+    ],
 )
-def test_a_best_response_needs_a_positive_budget(budget, message):
+def test_a_best_response_needs_a_positive_budget_and_seed(budget, message):
     with pytest.raises(ConfigError, match=message):
         train_best_response(agent_from_spec("random"), TINY, **budget)
+
+
+def test_a_seeded_best_response_repeats_itself_and_leaves_the_global_generator_alone():
+    def run() -> list[float]:
+        learned = train_best_response(
+            agent_from_spec("random", seed=1), TINY, iterations=2, check_every=0, **SMALL
+        )
+        features = torch.ones(1, feature_size(TINY))
+        return [p.rollout_score_diff for p in learned.curve] + [
+            float(learned.model.policy_net(features).sum())
+        ]
+
+    torch.manual_seed(11)
+    first = run()
+    after = torch.rand(1)
+    torch.manual_seed(12)
+    assert run() == first  # the global seed does not matter
+    torch.manual_seed(11)
+    run()
+    assert torch.equal(torch.rand(1), after)
