@@ -87,8 +87,8 @@ class BestResponseProbe(pl.Callback):
         metrics: dict[str, float] = {}
         if trainer.is_global_zero:
             start = time.perf_counter()
-            metrics = exploit_metrics(self.probe(pl_module).rounds)
-            metrics["exploit/seconds"] = time.perf_counter() - start
+            rounds = self.probe(pl_module).rounds
+            metrics = exploit_metrics(rounds, time.perf_counter() - start)
         for name, value in metrics.items():
             pl_module.log(name, value, on_step=False, on_epoch=True, rank_zero_only=True)
 

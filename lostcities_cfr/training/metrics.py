@@ -64,8 +64,9 @@ def eval_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[s
     }
 
 
-def exploit_metrics(rounds: Outcome) -> dict[str, float]:
-    """``exploit/*``: a learned best response's outcome against a policy (``BestResponseProbe``)."""
+def exploit_metrics(rounds: Outcome, seconds: float) -> dict[str, float]:
+    """``exploit/*``: a learned best response's outcome against a policy, and the seconds it
+    took to train and measure (``BestResponseProbe``)."""
     return {
         "exploit/score_diff": rounds.score_diff,
         "exploit/score_diff_ci_low": rounds.score_diff_ci[0],
@@ -73,6 +74,7 @@ def exploit_metrics(rounds: Outcome) -> dict[str, float]:
         "exploit/win_rate": rounds.win_rate,
         "exploit/win_rate_ci_low": rounds.win_rate_ci[0],
         "exploit/win_rate_ci_high": rounds.win_rate_ci[1],
+        "exploit/seconds": seconds,
     }
 
 
