@@ -88,8 +88,8 @@ def cfr_strategy(iterations: int, seed: int) -> Strategy:
     ``iterations`` iterations."""
     model_config = yaml.safe_load(TINY_EXACT.read_text())["model"]
     model_config.update(final_eval_games=0, exploitability_every=0, seed=seed)
+    pl.seed_everything(seed, verbose=False)  # before the networks are drawn
     model = instantiate_module(DeepCFR, model_config)
-    pl.seed_everything(seed, verbose=False)
     pl.Trainer(
         max_epochs=iterations,
         logger=False,
