@@ -34,6 +34,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "a local web page: play an agent and see its reasoning; replay evaluate --record files",
     ),
+    "exploit": (
+        "lostcities_cfr.exploit_cli",
+        "main",
+        "learn a best response to an agent: its winnings bound the agent's exploitability",
+    ),
+    "league": (
+        "lostcities_cfr.league_cli",
+        "main",
+        "round-robin duplicate matches between agents; ratings with 95% intervals",
+    ),
     "report": (
         "lostcities_cfr.report",
         "main",

@@ -12,13 +12,25 @@ PACKAGE = Path(lostcities_cfr.__file__).parent
 LAYERS = [
     {"errors", "arguments"},
     {"game"},
-    {"agents", "arena", "recording"},
+    {"agents", "arena", "recording", "league", "ratings"},
     {"inference"},
     {"cfr"},
     # the baselines train beside Deep CFR, with its metrics and checkpoints
     {"training", "baselines"},
     {"callbacks"},
-    {"__init__", "__main__", "cli", "fit_cli", "evaluate_cli", "play", "report", "runs", "serve"},
+    {
+        "__init__",
+        "__main__",
+        "cli",
+        "fit_cli",
+        "evaluate_cli",
+        "exploit_cli",
+        "league_cli",
+        "play",
+        "report",
+        "runs",
+        "serve",
+    },
 ]
 
 

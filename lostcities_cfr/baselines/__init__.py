@@ -6,7 +6,8 @@ CFR code; ``fit --config configs/ppo.yaml`` trains one.
 """
 
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
-from lostcities_cfr.baselines.ppo import PPO, generalized_advantage_estimation, ppo_loss
+from lostcities_cfr.baselines.ppo import PPO
+from lostcities_cfr.baselines.ppo_math import generalized_advantage_estimation, ppo_loss
 
 __all__ = [
     "PPO",

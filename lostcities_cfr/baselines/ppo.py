@@ -1,4 +1,5 @@
-"""PPO by self-play against a pool of past policies: the baseline Deep CFR results stand beside.
+"""PPO by self-play against a pool of past policies: the baseline Deep CFR results stand beside;
+or against one fixed agent: an approximate best response to it.
 
 Proximal Policy Optimization (Schulman, Wolski, Dhariwal, Radford & Klimov, "Proximal Policy
 Optimization Algorithms", 2017) with generalized advantage estimation (Schulman, Moritz,
@@ -6,7 +7,7 @@ Levine, Jordan & Abbeel, "High-Dimensional Continuous Control Using Generalized 
 Estimation", ICLR 2016), as CleanRL's ``ppo.py`` writes it (Huang et al., "The 37
 Implementation Details of Proximal Policy Optimization", 2022): the clipped surrogate
 objective, a value loss, an entropy bonus, advantages normalised per minibatch, one Adam
-over both networks, gradient-norm clipping.
+over both networks, gradient-norm clipping (:mod:`~lostcities_cfr.baselines.ppo_math`).
 
 **Self-play against a pool.** The learner plays ``games_per_rollout`` rounds, half of them
 from each seat, split into ``opponent_groups`` groups: a ``latest_share`` of the groups play
@@ -17,6 +18,13 @@ so that the learner does not forget how to beat what it used to be. The opponent
 the environment: only the learner's decisions are rows, and its reward is the round's final
 score difference, over ``reward_scale``, plus ``win_bonus`` times its sign, at its last
 decision (gamma 1: a round is short and only its end counts).
+
+**Against a fixed agent.** With ``opponent`` (an agent spec) or :meth:`PPO.play_against`
+(an agent in memory), every game of a rollout is against that agent, half of them from each
+seat, and the pool is not used: the learner becomes an approximate best response to it (ABR,
+Timbers et al., "Approximate Exploitability: Learning a Best Response", IJCAI 2022;
+:mod:`~lostcities_cfr.baselines.best_response`). The agent answers all of its games of a
+step in one ``act`` call (a network agent: one batched forward).
 
 **One iteration is one Lightning epoch:**
 
@@ -41,7 +49,6 @@ played by :class:`~lostcities_cfr.agents.NetworkAgent` like every network agent.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +57,7 @@ import torch
 from torch import nn
 
 from lostcities_cfr.agents import Agent, NetworkAgent, agent_from_spec
-from lostcities_cfr.arena import play_out
+from lostcities_cfr.arena import check_agent_rules
 from lostcities_cfr.arguments import (
     ClosedUnitInterval,
     NonNegativeFloat,
@@ -60,159 +67,23 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
-from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions
-from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax, masked_softmax
+from lostcities_cfr.baselines.ppo_math import (
+    decision_index,
+    explained_variance,
+    generalized_advantage_estimation,
+    ppo_loss,
+)
+from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
+from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import AgentSpecError, ConfigError
-from lostcities_cfr.game import GameBatch, Rules, feature_size
+from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 
-LEARNER = "policy"  # the learner's name in the inference queue, and its policy's name
-
-
-# ---- the algorithm's pieces, each testable on its own ------------------------------------------
-def generalized_advantage_estimation(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    terminal: torch.Tensor,
-    gamma: float,
-    gae_lambda: float,
-) -> torch.Tensor:
-    """GAE(gamma, lambda) advantages [K, G] of G trajectories of up to K steps.
-
-    ``rewards`` and ``values`` [K, G] float: the reward after step k and the value
-    estimate at step k; ``terminal`` [K, G] bool: step k is its trajectory's last (no
-    value follows it). Entries after a trajectory's last step are ignored.
-    ``A_k = delta_k + gamma * lambda * A_{k+1}`` with
-    ``delta_k = r_k + gamma * V_{k+1} - V_k`` (``V_{k+1} = 0`` after the last step).
-    """
-    advantages = torch.zeros_like(values)
-    next_advantage = torch.zeros_like(values[0])
-    next_value = torch.zeros_like(values[0])
-    for k in reversed(range(values.shape[0])):
-        nonterminal = (~terminal[k]).to(values.dtype)
-        delta = rewards[k] + gamma * next_value * nonterminal - values[k]
-        next_advantage = delta + gamma * gae_lambda * nonterminal * next_advantage
-        advantages[k] = next_advantage
-        next_value = values[k]
-    return advantages
-
-
-@dataclass(frozen=True)
-class PPOLoss:
-    """The terms of :func:`ppo_loss` (``loss`` is what is minimised)."""
-
-    loss: torch.Tensor
-    policy: torch.Tensor  # the clipped surrogate, negated
-    value: torch.Tensor  # half the mean squared error of the value
-    entropy: torch.Tensor  # mean entropy of the masked softmax
-    approx_kl: torch.Tensor  # mean (ratio - 1) - log ratio (Schulman's k3 estimator)
-    clip_fraction: torch.Tensor  # share of rows with |ratio - 1| > clip
-
-
-def ppo_loss(
-    logits: torch.Tensor,
-    values: torch.Tensor,
-    legal: torch.Tensor,
-    actions: torch.Tensor,
-    old_log_probs: torch.Tensor,
-    advantages: torch.Tensor,
-    returns: torch.Tensor,
-    clip: float,
-    value_coef: float,
-    entropy_coef: float,
-) -> PPOLoss:
-    """PPO's loss on one minibatch of n rows.
-
-    ``logits`` [n, A] and ``legal`` [n, A] bool (the policy is their masked softmax),
-    ``values`` [n] the value network's outputs, ``actions`` [n] the actions taken and
-    ``old_log_probs`` [n] their log-probabilities when they were sampled, ``advantages``
-    [n] (normalised here to mean 0 and standard deviation 1), ``returns`` [n] the value
-    targets. ``loss = -min(ratio * A, clip(ratio, 1 - clip, 1 + clip) * A)
-    + value_coef * (V - R)^2 / 2 - entropy_coef * entropy``, every term a mean.
-    """
-    log_probs = masked_log_softmax(logits, legal)  # [n, A]
-    new_log_probs = log_probs.gather(1, actions[:, None]).squeeze(1)
-    log_ratio = new_log_probs - old_log_probs
-    ratio = log_ratio.exp()
-    if advantages.numel() > 1:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
-    value = 0.5 * (values - returns).square().mean()
-    # illegal entries: probability 0 times a huge negative log, masked out to stay exact
-    entropy = -(log_probs.exp() * log_probs).masked_fill(~legal, 0.0).sum(1).mean()
-    with torch.no_grad():
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clip_fraction = ((ratio - 1).abs() > clip).float().mean()
-    return PPOLoss(
-        loss=policy + value_coef * value - entropy_coef * entropy,
-        policy=policy,
-        value=value,
-        entropy=entropy,
-        approx_kl=approx_kl,
-        clip_fraction=clip_fraction,
-    )
-
-
-def self_play_rollout(
-    rules: Rules,
-    queue: InferenceQueue,
-    opponents: Sequence[str],
-    games: int,
-    seed: int,
-    generator: torch.Generator,
-    device: str | torch.device = "cpu",
-) -> tuple[Decisions, int]:
-    """The learner's decisions in ``games`` rounds against ``opponents``; and all decisions.
-
-    The learner is the queue's network ``"policy"``; ``opponents`` are queue names (the
-    learner's own name makes it play itself). Game g: the learner sits in seat ``g % 2``
-    and faces ``opponents[g // 2 % len(opponents)]``, so every opponent meets both seats.
-    Every player samples its masked softmax with ``generator``; deals come from ``seed``.
-    Returns the learner's rows (log-probabilities and final returns filled in) and the
-    number of decisions both sides took.
-    """
-    batch = GameBatch.new(rules, games, seed=seed, device=device)
-    recorder = DecisionRecorder()
-    decisions = 0
-
-    def decide(batch: GameBatch, step: int, rows: torch.Tensor) -> torch.Tensor:
-        nonlocal decisions
-        mover = (step >> 1) & 1
-        features, legal = batch.encode(), batch.legal_mask()  # [B, F], [B, A]
-        live = ~batch.done
-        learner = live & ((rows & 1) == mover)  # [B] bool
-        group = (rows >> 1) % len(opponents)
-        players: dict[str, torch.Tensor] = {LEARNER: learner}  # queue name -> [B] bool
-        for k, name in enumerate(opponents):
-            players[name] = players.get(name, torch.zeros_like(live)) | (
-                live & ~learner & (group == k)
-            )
-        index = {name: mask.nonzero().squeeze(1) for name, mask in players.items()}
-        tickets = {name: queue.submit(name, features[i], legal[i]) for name, i in index.items()}
-        probs = torch.zeros(legal.shape, device=legal.device)  # [B, A]
-        for name, ticket in tickets.items():
-            probs[index[name]] = ticket.result()
-        probs[:, 0].masked_fill_(~live, 1.0)  # finished games: any action, ignored
-        actions = torch.multinomial(probs, 1, generator=generator).squeeze(1)  # [B]
-        i = learner.nonzero().squeeze(1)  # not index[LEARNER]: the learner may be an opponent
-        log_probs = probs[i].gather(1, actions[i, None]).squeeze(1).log()
-        recorder.add(rows[i], step, mover, features[i], legal[i], actions[i], log_probs)
-        decisions += int(live.sum())
-        return actions
-
-    finals = play_out(batch, decide, check=False)
-    return recorder.rows(finals), decisions
-
-
-def decision_index(step: torch.Tensor) -> torch.Tensor:
-    """A player's k-th own decision of a round from the round's step: ``step // 4 * 2 + step % 2``.
-
-    A turn is two decisions of one player (card, then draw), so a player decides at
-    steps 4j and 4j + 1 (seat 0) or 4j + 2 and 4j + 3 (seat 1).
-    """
-    return step // 4 * 2 + step % 2
+# Rollouts deal from seeds below this; deals from seeds at or above it were never trained on
+# (the held-out games of an approximate best response).
+TRAINING_DEAL_SEEDS = 2**62
 
 
 # ---- the LightningModule ------------------------------------------------------------------------
@@ -258,10 +129,16 @@ class PPO(pl.LightningModule):
             others play snapshots drawn uniformly from the pool.
         snapshot_every: add the policy to the pool every this many PPO iterations.
         pool_size: snapshots kept (the latest).
-        bc_teacher: agent spec to clone first (``heuristic:balanced``); ``None``: none.
+        bc_teacher: agent spec to clone first (``heuristic:balanced``); ``None``: the
+            ``opponent`` if there is one, else none.
         bc_iterations: iterations of behaviour cloning before PPO starts.
-        seed: seeds the deals, the players' sampling, the pool draws and the minibatches.
-            The CLI links it to ``seed_everything``.
+        opponent: agent spec of a fixed opponent (module docstring): every game is against
+            it and ``opponent_groups``, ``latest_share``, ``snapshot_every`` and
+            ``pool_size`` go unused; ``None``: self-play against the pool.
+        seed: seeds the deals, the players' sampling, the pool draws and the minibatches
+            (the fixed opponent's own sampling: ``seed + 2``). The CLI links it to
+            ``seed_everything``. A resumed run restarts the fixed opponent's sampling
+            from its seed.
     """
 
     policies = (LEARNER,)
@@ -291,6 +168,7 @@ class PPO(pl.LightningModule):
         pool_size: PositiveInt = 20,
         bc_teacher: str | None = None,
         bc_iterations: NonNegativeInt = 0,
+        opponent: str | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -308,11 +186,18 @@ class PPO(pl.LightningModule):
                 self.teacher = agent_from_spec(bc_teacher, seed=seed)
             except AgentSpecError as error:
                 raise ConfigError(f"PPO bc_teacher: {error}") from None
-        elif bc_iterations:
+        elif bc_iterations and opponent is None:
             raise ConfigError(
                 f"PPO bc_iterations={bc_iterations} needs a bc_teacher agent spec "
-                "(e.g. heuristic:balanced)"
+                "(e.g. heuristic:balanced) or an opponent to clone"
             )
+        self.opponent: Agent | None = None
+        if opponent is not None:
+            try:
+                clone = bc_iterations if bc_teacher is None else 0
+                self.play_against(agent_from_spec(opponent, seed=seed + 2), clone)
+            except (AgentSpecError, ConfigError) as error:
+                raise ConfigError(f"PPO opponent: {error}") from None
         F, A = feature_size(self.rules), self.rules.n_actions
         self.policy_net = self.network_config.build(F, A, self.rules)
         self.value_net = self.network_config.build(F, 1, self.rules)
@@ -338,6 +223,25 @@ class PPO(pl.LightningModule):
     def cloning(self) -> bool:
         """Whether this iteration is behaviour cloning rather than PPO."""
         return self.iteration <= self.hparams.bc_iterations
+
+    def play_against(self, agent: Agent, clone_iterations: int = 0) -> None:
+        """Play every later rollout against ``agent`` only (the ``opponent`` of an agent in
+        memory, such as a policy being trained elsewhere).
+
+        Args:
+            agent: the fixed opponent.
+            clone_iterations: the first this many iterations clone ``agent``'s moves instead
+                (it becomes the ``bc_teacher`` and this the ``bc_iterations``), so that the
+                learner starts as a copy of what it answers.
+
+        Raises:
+            ConfigError: the agent plays other rules (names both).
+        """
+        check_agent_rules(agent, self.rules)
+        self.opponent = agent
+        if clone_iterations:
+            self.teacher = agent
+            self.hparams.bc_iterations = clone_iterations
 
     def agent(
         self, policy: str | None = None, greedy: bool = False, seed: int | None = None
@@ -403,13 +307,13 @@ class PPO(pl.LightningModule):
 
     def rollout(self) -> _Rows:
         """Play the learner against its opponents; its rows with GAE advantages."""
-        if not self.pool:
+        if self.opponent is None and not self.pool:
             self.pool.append(self._snapshot())
         start = time.perf_counter()
-        decisions, n_decisions = self_play_rollout(
+        decisions, n_decisions = learner_rollout(
             self.rules,
             self.queue,
-            self._draw_opponents(),
+            [self.opponent] if self.opponent is not None else self._draw_opponents(),
             self.hparams.games_per_rollout,
             self._deal_seed(),
             self.rollout_generator,
@@ -431,7 +335,7 @@ class PPO(pl.LightningModule):
             "rollout/game_length": n_decisions / games / 2,
             "rollout/score_diff": float(final.mean()),
             "rollout/win_rate": float((final > 0).float().mean()),
-            "ppo/explained_variance": _explained_variance(values, returns),
+            "ppo/explained_variance": explained_variance(values, returns),
             "ppo/pool_size": float(len(self.pool)),
         }
         return _Rows(
@@ -532,7 +436,8 @@ class PPO(pl.LightningModule):
         self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
 
     def on_train_epoch_end(self) -> None:
-        if not self.cloning and self.iteration % self.hparams.snapshot_every == 0:
+        snapshot = self.iteration % self.hparams.snapshot_every == 0
+        if snapshot and not self.cloning and self.opponent is None:
             self.pool = [*self.pool, self._snapshot()][-self.hparams.pool_size :]
         self._rows = None
         self.log(metrics.ITERATION, float(self.iteration))
@@ -540,7 +445,11 @@ class PPO(pl.LightningModule):
 
     # ---- helpers --------------------------------------------------------------------------------
     def _deal_seed(self) -> int:
-        return int(torch.randint(2**62, (), generator=self.rollout_generator, device=self.device))
+        return int(
+            torch.randint(
+                TRAINING_DEAL_SEEDS, (), generator=self.rollout_generator, device=self.device
+            )
+        )
 
     def _snapshot(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().clone() for k, v in self.policy_net.state_dict().items()}
@@ -585,12 +494,6 @@ class PPO(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Applied in on_train_start, once setup has made the generators on the device.
         self._resume_state = checkpoint.get(self.training_state_key)
-
-
-def _explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
-    """1 - Var(target - predicted) / Var(target): 1 for a perfect critic, 0 for a constant."""
-    variance = float(target.var())
-    return float("nan") if variance == 0 else 1.0 - float((target - predicted).var()) / variance
 
 
 def _resolve_rules(rules: str | Rules) -> Rules:

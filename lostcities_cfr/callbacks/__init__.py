@@ -10,6 +10,7 @@ model a callback may rely on.
 
 from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.best_checkpoint import BestCheckpoint
+from lostcities_cfr.callbacks.best_response import BestResponseProbe
 from lostcities_cfr.callbacks.compile_toggle import CompileToggle
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.callbacks.phase_profiler import PhaseProfiler
@@ -21,6 +22,7 @@ from lostcities_cfr.callbacks.wandb_logger import IterationWandbLogger
 
 __all__ = [
     "BestCheckpoint",
+    "BestResponseProbe",
     "CompileToggle",
     "IterationProgressBar",
     "IterationWandbLogger",

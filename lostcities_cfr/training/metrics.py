@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lostcities_cfr.arena import EvaluationResult
+from lostcities_cfr.arena import EvaluationResult, Outcome
 
 ITERATION = "iteration"  # the x-axis of every chart
 LIGHTNING_COLUMNS = ("epoch", "step")  # what Lightning's loggers add to every row
@@ -70,6 +70,20 @@ def best_metrics(policy: str, opponent: str, result: EvaluationResult) -> dict[s
     """``best/<policy>/<opponent>/...``: :func:`eval_metrics` of the measurement that
     ``BestCheckpoint`` selects ``best.ckpt`` on (its own deals, not the learning curve's)."""
     return eval_metrics(policy, opponent, result, root="best")
+
+
+def exploit_metrics(rounds: Outcome, seconds: float) -> dict[str, float]:
+    """``exploit/*``: a learned best response's outcome against a policy, and the seconds it
+    took to train and measure (``BestResponseProbe``)."""
+    return {
+        "exploit/score_diff": rounds.score_diff,
+        "exploit/score_diff_ci_low": rounds.score_diff_ci[0],
+        "exploit/score_diff_ci_high": rounds.score_diff_ci[1],
+        "exploit/win_rate": rounds.win_rate,
+        "exploit/win_rate_ci_low": rounds.win_rate_ci[0],
+        "exploit/win_rate_ci_high": rounds.win_rate_ci[1],
+        "exploit/seconds": seconds,
+    }
 
 
 @dataclass(frozen=True)
@@ -157,7 +171,8 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         ("rollout/score_diff", "rollout/win_rate", "ppo/pool_size"),
         "`PPO`",
-        "the learner against its rollout's opponents (the current policy and pool snapshots): "
+        "the learner against its rollout's opponents (the current policy and pool snapshots, "
+        "or the fixed `opponent`): "
         "mean score difference, share of rounds won; snapshots in the pool",
     ),
     Metric(
@@ -233,6 +248,21 @@ METRICS: tuple[Metric, ...] = (
         "`BestCheckpoint`",
         "the deployed policy against the selection opponent on the selection deals, and the "
         "iteration `best.ckpt` holds (the highest lower bound of the win rate so far)",
+    ),
+    Metric(
+        (
+            "exploit/score_diff",
+            "exploit/score_diff_ci_low",
+            "exploit/score_diff_ci_high",
+            "exploit/win_rate",
+            "exploit/win_rate_ci_low",
+            "exploit/win_rate_ci_high",
+            "exploit/seconds",
+        ),
+        "`BestResponseProbe`",
+        "a small best response learned against the deployed policy, on held-out deals: "
+        "points per game it wins (a lower bound on exploitability), its win rate; the "
+        "probe's seconds",
     ),
     Metric(
         ("compile/seconds", "compile/inference", "compile/training"),

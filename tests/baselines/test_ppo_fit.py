@@ -127,6 +127,19 @@ def test_a_resumed_ppo_run_continues_with_its_pool_and_clock(tmp_path):
     assert float(rows[2]["time/elapsed_s"]) > float(rows[1]["time/elapsed_s"])
 
 
+def test_a_fixed_opponent_run_clones_it_then_learns_against_it_alone(tmp_path):
+    run_dir = tmp_path / "fixed"
+    config = write_config(run_dir, max_epochs=3, opponent="discard-only", bc_iterations=1)
+    cli = run("fit", ["--config", str(config)])
+    assert cli.model.pool == []  # no snapshots: the pool is unused
+    rows = logged_rows(run_dir)
+    assert [bool(row["loss/bc"]) for row in rows] == [True, False, False]
+    assert [float(row["ppo/pool_size"]) for row in rows[1:]] == [0.0, 0.0]
+    checkpoint = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert checkpoint["hyper_parameters"]["opponent"] == "discard-only"
+    assert load_model(run_dir / "checkpoints" / "last.ckpt").opponent.name == "discard-only"
+
+
 def test_behaviour_cloning_iterations_come_first_then_ppo(tmp_path):
     run_dir = tmp_path / "bc"
     config = write_config(run_dir, max_epochs=3, bc_teacher="heuristic:balanced", bc_iterations=2)

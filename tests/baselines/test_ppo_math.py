@@ -5,7 +5,11 @@ import math
 import pytest
 import torch
 
-from lostcities_cfr.baselines.ppo import decision_index, generalized_advantage_estimation, ppo_loss
+from lostcities_cfr.baselines.ppo_math import (
+    decision_index,
+    generalized_advantage_estimation,
+    ppo_loss,
+)
 
 
 def test_gae_matches_hand_computed_advantages_and_ignores_steps_after_the_end():

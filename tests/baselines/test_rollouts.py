@@ -4,11 +4,11 @@ scores the same games."""
 import pytest
 import torch
 
-import lostcities_cfr.baselines.ppo as ppo_module
+import lostcities_cfr.baselines.rollout as rollout_module
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import play_out
 from lostcities_cfr.baselines.behaviour_cloning import teacher_games
-from lostcities_cfr.baselines.ppo import LEARNER, self_play_rollout
+from lostcities_cfr.baselines.rollout import LEARNER, learner_rollout
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
@@ -43,7 +43,7 @@ def queue() -> InferenceQueue:
     return queue
 
 
-def test_self_play_rollout_plays_legal_moves_and_returns_the_reference_engines_score(
+def test_learner_rollout_plays_legal_moves_and_returns_the_reference_engines_score(
     queue, monkeypatch
 ):
     moves = []
@@ -57,9 +57,9 @@ def test_self_play_rollout_plays_legal_moves_and_returns_the_reference_engines_s
 
         return play_out(batch, record, check=True)  # the engine refuses illegal moves
 
-    monkeypatch.setattr(ppo_module, "play_out", recording_play_out)
+    monkeypatch.setattr(rollout_module, "play_out", recording_play_out)
     seed = 7
-    rows, decisions = self_play_rollout(
+    rows, decisions = learner_rollout(
         RULES, queue, [LEARNER, "old"], GAMES, seed, torch.Generator().manual_seed(0)
     )
     differences = torch.tensor(replay(seed, moves), dtype=torch.float32)
@@ -76,8 +76,8 @@ def test_self_play_rollout_plays_legal_moves_and_returns_the_reference_engines_s
     assert sorted(zip(rows.game.tolist(), rows.step.tolist(), strict=True)) == own_steps
 
 
-def test_self_play_rollout_log_probs_are_those_of_the_learners_policy(queue):
-    rows, _ = self_play_rollout(RULES, queue, ["old"], GAMES, 3, torch.Generator().manual_seed(1))
+def test_learner_rollout_log_probs_are_those_of_the_learners_policy(queue):
+    rows, _ = learner_rollout(RULES, queue, ["old"], GAMES, 3, torch.Generator().manual_seed(1))
     probs = queue(LEARNER, rows.features, rows.legal)
     expected = probs.gather(1, rows.actions[:, None]).squeeze(1).log()
     torch.testing.assert_close(rows.log_probs, expected)
@@ -101,3 +101,43 @@ def test_teacher_games_record_every_decision_with_the_reference_engines_score():
     own = torch.where(rows.seat == 0, differences[rows.game], -differences[rows.game])
     torch.testing.assert_close(rows.returns, own)
     assert rows.legal.gather(1, rows.actions[:, None]).all()
+
+
+def test_a_fixed_agent_opponent_plays_its_own_moves_from_both_seats(queue, monkeypatch):
+    moves = []
+
+    def recording_play_out(batch, decide, check=True):
+        def record(batch, step, rows):
+            actions = decide(batch, step, rows)
+            live = ~batch.done
+            moves.append((rows[live].clone(), actions[live].clone()))
+            return actions
+
+        return play_out(batch, record, check=True)
+
+    monkeypatch.setattr(rollout_module, "play_out", recording_play_out)
+    heuristic = agent_from_spec("heuristic:cautious")
+    seed = 5
+    rows, _ = learner_rollout(
+        RULES, queue, [heuristic], GAMES, seed, torch.Generator().manual_seed(2)
+    )
+    agent_moves = [
+        action
+        for step, (games, actions) in enumerate(moves)
+        for game, action in zip(games.tolist(), actions.tolist(), strict=True)
+        if (step >> 1) & 1 != game % 2  # the learner sits in seat game % 2
+    ]
+    agent_states = []
+
+    def agents_move(game, state):
+        if state.current_player != game % 2:
+            agent_states.append(state.clone())
+
+    differences = torch.tensor(replay(seed, moves, agents_move), dtype=torch.float32)
+    # the heuristic's own choice in every state where it moved, asked in one batch
+    assert agent_moves == heuristic.act(GameBatch.from_states(agent_states)).tolist()
+    seat = torch.arange(GAMES) % 2
+    torch.testing.assert_close(
+        rows.returns, torch.where(seat == 0, differences, -differences)[rows.game]
+    )
+    assert set(rows.seat.tolist()) == {0, 1}
