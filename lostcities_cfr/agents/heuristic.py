@@ -46,6 +46,7 @@ import torch
 
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import feature_blocks
+from lostcities_cfr.game.packed import lookup_tables
 
 # Tiers of the card decision; far apart so that point values never reorder them.
 _WAGER_TIER = 3000.0
@@ -311,7 +312,7 @@ class _View:
             return features[:, blocks[name]].reshape(B, C, K)
 
         rank = torch.arange(K, device=batch.device)
-        face = torch.tensor([float(rules.face_value(r)) for r in range(K)], device=batch.device)
+        face = lookup_tables(rules, batch.device).face.view(K).float()  # (no copy from the host)
         is_number = rank > 0
         hand, own, opp = cards("hand"), cards("own_expeditions"), cards("opp_expeditions")
         unseen, in_piles = cards("unseen"), cards("pile_counts")

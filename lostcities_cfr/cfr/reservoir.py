@@ -185,8 +185,12 @@ class ReservoirBuffer:
                     f"ReservoirBuffer.add: {name} has shape {tuple(tensor.shape)}; "
                     f"expected ({n}, {width})"
                 )
-        iteration = torch.as_tensor(iteration, dtype=torch.int32, device=self.device)
-        if iteration.ndim and iteration.shape != (n,):
+        if isinstance(iteration, int):  # a fill, not a copy from the host (which waits for a GPU)
+            iteration = torch.full((n,), iteration, dtype=torch.int32, device=self.device)
+        iteration = iteration.to(self.device, torch.int32)
+        if iteration.ndim == 0:
+            iteration = iteration.expand(n)
+        if iteration.shape != (n,):
             raise ValueError(
                 f"ReservoirBuffer.add: iteration has shape {tuple(iteration.shape)}; "
                 f"expected an int or shape ({n},)"
@@ -228,7 +232,7 @@ class ReservoirBuffer:
         slots = surviving_slots(torch.where(offered, slots, -1), spare=self.capacity)
         self._seen += rank[-1]
         for storage, values in zip(
-            self._storage, (features, legal, targets, iteration.expand(n)), strict=True
+            self._storage, (features, legal, targets, iteration), strict=True
         ):
             storage.index_copy_(0, slots, values)
 

@@ -138,17 +138,17 @@ def encode_batch(batch: GameBatch, player: torch.Tensor | None = None) -> torch.
     torch.logical_not(discarded, out=block("discarded_color").view(torch.bool))
 
     out = feat.to(torch.float32)
-    out[blocks["pile_sequence"]] /= R1
+    ranks, cards_after_deal, twice_dealt, dealt = tables.divisors  # [1] each (packed.Tables)
+    out[blocks["pile_sequence"]] /= ranks
     deck_fraction = out[blocks["deck_fraction"]][0]
     # (deck_pos - N) / -(N - 2H): the float32 quotient of cards left by cards after the deal
     torch.sub(batch._deck_pos, rules.deck_size, out=deck_fraction)
-    deck_fraction /= 2 * rules.hand_size - rules.deck_size
+    deck_fraction /= cards_after_deal
     # turn / (2 D) and pile draws / D, with D = N - 2H the cards dealt to the deck: a round
     # without pile draws ends with both near 1 and 0. Pile draws = completed turns (a draw
     # each) - deck draws so far; both let a network tell a pile-trading loop from a round.
-    dealt = rules.deck_size - 2 * rules.hand_size
     turn = out[blocks["turn"]][0]
-    torch.div(batch._turn, 2 * dealt, out=turn)
+    torch.div(batch._turn, twice_dealt, out=turn)
     pile_draws = out[blocks["pile_draws"]][0]
     torch.sub(batch._turn >> 1, batch._deck_pos - 2 * rules.hand_size, out=pile_draws)
     pile_draws /= dealt

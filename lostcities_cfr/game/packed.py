@@ -50,6 +50,11 @@ class Tables:
     hand_bits: torch.Tensor  # KNOWN - 1: ``_hand_known & hand_bits`` is the hand
     known_shift: torch.Tensor  # log2(KNOWN): ``_hand_known >> known_shift`` the public copies
     full_deck: torch.Tensor  # [N] int8, sorted
+    # The encoding's divisors (R + 1, 2H - N, 2D, D with D = N - 2H the cards dealt to the
+    # deck), float32 [1] each on the device: on CUDA, a Python scalar divisor is applied as
+    # a multiplication by its reciprocal, off by an ulp from the CPU's division; a device
+    # tensor divisor divides exactly on both, so features are equal bit for bit.
+    divisors: tuple[torch.Tensor, ...]
     # ``_played`` packs an expedition into one integer: the wagers in the low WAGER_BITS
     # bits, then one bit per rank index 1..R; ``played >> shift & mask`` unpacks it
     played_shift: torch.Tensor  # [R + 1, 1]
@@ -92,6 +97,7 @@ def action_kinds(rules: Rules) -> list[tuple[int, int, int]]:
 @cache
 def lookup_tables(rules: Rules, device: torch.device) -> Tables:
     C, R1, T = rules.n_colors, rules.n_ranks + 1, rules.n_types
+    dealt = rules.deck_size - 2 * rules.hand_size
     ranks = torch.arange(T, device=device) % R1
     # A card is playable iff play_key > 2 * top, where top is the highest rank index in
     # the expedition (0: empty or wagers only): a number card must beat the top, a wager
@@ -132,6 +138,10 @@ def lookup_tables(rules: Rules, device: torch.device) -> Tables:
         hand_bits=torch.tensor(KNOWN - 1, dtype=torch.int8, device=device),
         known_shift=torch.tensor(KNOWN.bit_length() - 1, dtype=torch.int8, device=device),
         full_deck=torch.tensor(rules.full_deck(), dtype=torch.int8, device=device),
+        divisors=tuple(
+            torch.tensor([float(d)], device=device)
+            for d in (R1, 2 * rules.hand_size - rules.deck_size, 2 * dealt, dealt)
+        ),
         played_shift=played(shifts).view(R1, 1),
         played_mask=played([2**WAGER_BITS - 1] + [1] * (R1 - 1)).view(R1, 1),
         action_effects=effects.t().contiguous().view(torch.int64).view(-1),
@@ -160,20 +170,31 @@ class Offsets:
 def flat_offsets(rules: Rules, device: torch.device, B: int) -> Offsets:
     T, C, L, N = rules.n_types, rules.n_colors, rules.pile_capacity, rules.deck_size
     dtype = torch.int32 if max(2 * T, C * L, N) * B < 2**31 else torch.int64
-    actions = action_kinds(rules)
-
-    def rows(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=dtype, device=device) * B
-
+    pile_row, hand_row, play_row = _action_rows(rules, device)
     games = torch.arange(B, device=device)
-    players = (0, 0, 1, 1)  # the player to move by turn % 4
     return Offsets(
         games=games.to(dtype),
         games64=games,
-        pile_row=rows([c if k in (1, 3) else 0 for k, c, _ in actions]),
-        hand_row=rows([p * T + t for p in players for _, _, t in actions]),
-        play_row=rows([(p * C + c) * (k == 0) for p in players for k, c, _ in actions]).long(),
+        pile_row=(pile_row * B).to(dtype),
+        hand_row=(hand_row * B).to(dtype),
+        play_row=play_row * B,
     )
+
+
+@lru_cache(maxsize=8)
+def _action_rows(rules: Rules, device: torch.device) -> tuple[torch.Tensor, ...]:
+    """The rows of :class:`Offsets` before they are scaled by the batch size (int64): made
+    on the device once, so that a new batch size launches a few kernels rather than
+    copying tables from the host (a copy that waits for a GPU)."""
+    T, C = rules.n_types, rules.n_colors
+    actions = action_kinds(rules)
+    players = (0, 0, 1, 1)  # the player to move by turn % 4
+    rows = (
+        [c if k in (1, 3) else 0 for k, c, _ in actions],
+        [p * T + t for p in players for _, _, t in actions],
+        [(p * C + c) * (k == 0) for p in players for k, c, _ in actions],
+    )
+    return tuple(torch.tensor(r, dtype=torch.int64, device=device) for r in rows)
 
 
 def pack_cards(rules: Rules, counts: torch.Tensor) -> torch.Tensor:

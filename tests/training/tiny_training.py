@@ -130,11 +130,12 @@ def tiny_model(**overrides: object) -> DeepCFR:
 def fit(
     model: DeepCFR, max_epochs: int, callbacks: Sequence[pl.Callback] = (), **trainer_args: object
 ) -> pl.Trainer:
-    """``max_epochs`` iterations of ``model`` on the CPU: no logger, checkpoint or bar;
-    ``trainer_args`` go to the Trainer (``precision``...)."""
+    """``max_epochs`` iterations of ``model`` on the CPU (unless ``trainer_args`` name an
+    accelerator): no logger, checkpoint or bar; ``trainer_args`` go to the Trainer
+    (``precision``...)."""
+    trainer_args.setdefault("accelerator", "cpu")
     trainer = pl.Trainer(
         max_epochs=max_epochs,
-        accelerator="cpu",
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,

@@ -1,0 +1,72 @@
+"""The traversal and the updates on a CUDA device (``pytest -m gpu``; skipped without one)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from tiny_training import fit
+
+from lostcities_cfr.cfr.escher import ESCHERSampling
+from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.game import GameBatch
+from lostcities_cfr.training import DeepCFR
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
+SMALL = NetworkConfig(width=32, depth=2, architecture="colors")
+
+
+def classic_model(**overrides: object) -> DeepCFR:
+    arguments = {
+        "rules": "classic",
+        "network": SMALL,
+        "sampler": ESCHERSampling(walkers=256, max_decisions=120),
+        "traversals_per_player": 256,
+        "advantage_buffer_size": 100_000,
+        "strategy_buffer_size": 100_000,
+        "value_buffer_size": 100_000,
+        "batch_size": 2048,
+        "advantage_updates": 4,
+        "strategy_updates": 4,
+        "value_updates": 4,
+        "inference_buckets": (1024, 4096, 16384),
+        "final_eval_games": 0,
+        **overrides,
+    }
+    return DeepCFR(**arguments)
+
+
+def test_an_escher_walk_on_cuda_waits_for_the_device_only_at_its_reads():
+    model = classic_model()
+    fit(model, max_epochs=1, accelerator="gpu", devices=1)  # buffers and queue on the GPU
+    context = model.traversal_context(0)
+    games = GameBatch.new(model.rules, 256, seed=1, device="cuda")
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+            warnings.simplefilter("always")
+            model.sampler.traverse_games(games, context)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert context.stats.steps > 50 and context.stats.advantage_rows > 0
+    # One read per step, the read that finds every walk ended, and nothing else.
+    assert len(syncs) == context.stats.host_reads == context.stats.steps + 1
+    assert model.advantage_buffers[0].features.is_cuda and model.advantage_buffers[0].n_seen > 0
+
+
+@pytest.mark.parametrize("kernel", ["fused", "foreach"])
+def test_an_iteration_trains_every_network_on_cuda(kernel):
+    model = classic_model(optimizer_kernel=kernel)
+    trainer = fit(model, max_epochs=2, accelerator="gpu", devices=1)
+    for name in ("advantage_p0", "advantage_p1", "strategy", "value"):
+        loss = model.iteration_metrics[f"loss/{name}"]
+        assert loss == loss and loss < float("inf"), name
+        kind = "advantage" if name.startswith("advantage") else name
+        assert model.iteration_metrics[f"time/{kind}_train_s"] > 0
+    assert all(p.is_cuda for p in model.parameters())
+    assert trainer.current_epoch == 2
