@@ -22,6 +22,7 @@ if [ -d .whl ]; then
 fi
 if [ "$DEVICE" = cpu ]; then  # small enough for two cores
   WALKERS="8 64"; BATCHES="512 2048"; FIT_TIME=00:00:01:00; FIT_LIMIT=400; GAMES=200
+  BENCH_LIMIT=900
   FIT_ARGS=(--trainer.accelerator cpu --model.sampler.init_args.walkers 256
             --model.traversals_per_player 256 --model.batch_size 1024
             --model.advantage_updates 4 --model.strategy_updates 2 --model.value_updates 4)
@@ -29,7 +30,7 @@ if [ "$DEVICE" = cpu ]; then  # small enough for two cores
   CALCULUS=(--smoke)
 else
   WALKERS="8 64 1024 8192 65536"; BATCHES="512 2048 8192 32768"; FIT_TIME=00:00:01:30
-  FIT_LIMIT=100
+  FIT_LIMIT=100; BENCH_LIMIT=120
   GAMES=1000; FIT_ARGS=(); TEST_MARK=gpu; TESTS=(tests); CALCULUS=(--quick --rounds 1)
 fi
 
@@ -39,7 +40,7 @@ step() {  # step NAME SECONDS COMMAND...: run it with a limit, log it, note its 
   local start=$SECONDS
   timeout "$limit" "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"
   local status=$?
-  echo "$name: exit $status, $((SECONDS - start)) s" | tee -a "$OUT/summary.txt"
+  echo "$name: exit $status, $((SECONDS - start)) s" >> "$OUT/summary.txt"
 }
 
 : > "$OUT/summary.txt"
@@ -47,7 +48,7 @@ python3 -c "import torch; print(torch.__version__, torch.cuda.is_available() and
 torch.cuda.get_device_name())" >> "$OUT/summary.txt" 2>&1
 step pytest_gpu 60 python3 -m pytest -m "$TEST_MARK" -q -p no:cacheprovider "${TESTS[@]}"
 # shellcheck disable=SC2086
-step bench_overhead 120 python3 scripts/bench_overhead.py --device "$DEVICE" --reference \
+step bench_overhead "$BENCH_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" --reference \
   --walkers $WALKERS --batches $BATCHES --repeats 5 --json
 step calculus 170 python3 scripts/calculus.py --device "$DEVICE" "${CALCULUS[@]}" --json
 step fit "$FIT_LIMIT" python3 -m lostcities_cfr fit --config configs/classic_gpu.yaml \

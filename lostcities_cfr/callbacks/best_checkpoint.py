@@ -11,6 +11,7 @@ from pytorch_lightning.utilities.rank_zero import rank_zero_info
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arguments import PositiveInt, checked
+from lostcities_cfr.callbacks.run_checkpoint import RunCheckpoint
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy, policy_label
 from lostcities_cfr.training.metrics import ITERATION, best_metrics
@@ -45,7 +46,8 @@ class BestCheckpoint(pl.Callback):
         games: duplicate games per measurement (each deal played from both seats).
         opponent: agent spec of the opponent (``docs/agents.md``).
         seed: seeds the deals and both sides' sampling; keep it unlike the run's seed.
-        dirpath: where ``best.ckpt`` goes; None: the run's checkpoint folder.
+        dirpath: where ``best.ckpt`` goes; None: the run's checkpoint folder (that of
+            ``fit``'s :class:`RunCheckpoint`).
         filename: the file's name.
     """
 
@@ -80,7 +82,10 @@ class BestCheckpoint(pl.Callback):
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if self.dirpath is None:
-            checkpoint = trainer.checkpoint_callback
+            # The run's own checkpoint folder (fit's RunCheckpoint), not another
+            # ModelCheckpoint's a config may add (weights along the curve, say).
+            runs = [c for c in trainer.checkpoint_callbacks if isinstance(c, RunCheckpoint)]
+            checkpoint = runs[0] if runs else trainer.checkpoint_callback
             if checkpoint is None or getattr(checkpoint, "dirpath", None) is None:
                 raise ConfigError(
                     "BestCheckpoint dirpath=None needs the run's checkpoint folder "
