@@ -132,6 +132,75 @@ def traversal_row(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device:
     }
 
 
+# Where a step's calls go (--breakdown): these functions are labelled, and each call is
+# counted under the innermost labelled function it runs in.
+LABELLED = {
+    "lostcities_cfr.game.batched.GameBatch": ("legal_mask", "encode", "step", "select"),
+    "lostcities_cfr.game.encoding": ("encode_history",),
+    "lostcities_cfr.inference.queue.InferenceQueue": ("flush",),
+    "lostcities_cfr.agents.heuristic.HeuristicAgent": ("act",),
+    "lostcities_cfr.cfr.reservoir.ReservoirBuffer": ("add",),
+    "lostcities_cfr.cfr.escher._Step": ("of", "counts"),
+    "lostcities_cfr.cfr.traversal": ("current_strategies", "sample_actions", "static_rows"),
+    "lostcities_cfr.cfr.value_baseline.ValueBaselineSampler": (
+        "submit_children_values",
+        "playing_policy",
+    ),
+}
+
+
+def breakdown(model: DeepCFR, walkers: int, device: str) -> dict[str, float]:
+    """Operator calls per step of the walk, by the labelled function they run in."""
+    import functools
+    import importlib
+
+    from torch.profiler import record_function
+
+    patched = []
+    for path, names in LABELLED.items():
+        module_name, _, owner = path.rpartition(".")
+        try:
+            target = getattr(importlib.import_module(module_name), owner)
+        except (ImportError, AttributeError):
+            target = importlib.import_module(path)
+        for name in names:
+            original = getattr(target, name)
+            label = f"{owner}.{name}"
+
+            def wrapped(*args, _original=original, _label=label, **kwargs):
+                with record_function("label:" + _label):
+                    return _original(*args, **kwargs)
+
+            setattr(target, name, functools.wraps(original)(wrapped))
+            patched.append((target, name, original))
+    # Modules that imported these functions by name hold their own references.
+    escher = importlib.import_module("lostcities_cfr.cfr.escher")
+    for name in ("current_strategies", "sample_actions", "static_rows", "encode_history"):
+        source = getattr(importlib.import_module("lostcities_cfr.cfr.traversal"), name, None)
+        source = source or getattr(importlib.import_module("lostcities_cfr.game.encoding"), name)
+        patched.append((escher, name, getattr(escher, name)))
+        setattr(escher, name, source)
+    sampler = ESCHERSampling(walkers=walkers)
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            stats = walk_once(model, sampler, walkers, device)
+    finally:
+        for target, name, original in reversed(patched):
+            setattr(target, name, original)
+    calls: collections.Counter = collections.Counter()
+    for event in prof.events():
+        if not event.name.startswith("aten::"):
+            continue
+        parent, label = event.cpu_parent, "the walk itself"
+        while parent is not None:
+            if parent.name.startswith("label:"):
+                label = parent.name.removeprefix("label:")
+                break
+            parent = parent.cpu_parent
+        calls[label] += 1
+    return {label: n / stats.steps for label, n in calls.most_common()}
+
+
 def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> dict:
     """``repeats`` updates of ``advantage_p0`` at ``batch_size`` rows, timed, then one
     profiled."""
@@ -180,6 +249,9 @@ def main() -> None:
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS))
     parser.add_argument("--repeats", type=int, default=10, help="timed updates per batch size")
     parser.add_argument("--reference", action="store_true", help="also main's walk, side by side")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="where the calls of a step go (smallest walkers)"
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -203,6 +275,9 @@ def main() -> None:
         "traversal": traversal,
         "updates": updates,
     }
+    if args.breakdown:
+        model = classic_strong_model(args.device)
+        result["breakdown"] = breakdown(model, min(args.walkers), args.device)
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -225,6 +300,10 @@ def main() -> None:
             f"{r['ops_per_update']:>6} {r['top_ops_per_update']:>6} "
             f"{r['syncs_per_update']:>6} {r['rows_per_s']:>12,.0f}"
         )
+    if args.breakdown:
+        print(f"\noperator calls per step by function ({min(args.walkers)} walkers)")
+        for label, per_step in result["breakdown"].items():
+            print(f"{label:<50} {per_step:>8.1f}")
 
 
 if __name__ == "__main__":
