@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 from pytorch_lightning.callbacks import Timer
 
 from lostcities_cfr.baselines import PPO
@@ -17,6 +18,12 @@ from lostcities_cfr.fit_cli import build_cli, run
 from lostcities_cfr.training import DeepCFR, load_model
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+
+
+def _built(config: Path):
+    """The config's CLI, unrun; a GPU config is built for the CPU where no GPU is present."""
+    here = [] if torch.cuda.is_available() else ["--trainer.accelerator", "cpu"]
+    return build_cli(["--config", str(config), *here], run=False)
 
 
 def test_print_config_shows_the_whole_experiment(write_config, capsys):
@@ -36,7 +43,7 @@ def test_print_config_shows_the_whole_experiment(write_config, capsys):
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_every_shipped_config_builds_its_model_and_trainer(config):
-    cli = build_cli(["--config", str(config)], run=False)
+    cli = _built(config)
     assert isinstance(cli.model, DeepCFR | PPO)
     timed = any(isinstance(c, Timer) and c._duration for c in cli.trainer.callbacks)
     assert cli.trainer.max_epochs >= 1 or timed  # every config ends
@@ -104,7 +111,7 @@ def test_fit_runs_end_to_end_then_validate_and_resume_use_its_checkpoint(
 def test_a_config_header_names_the_file_its_run_leaves_with_the_strongest_agent(config):
     header = [line for line in config.read_text().splitlines() if line.startswith("#")]
     named = [Path(p) for line in header for p in re.findall(r"ckpt:(\S+)", line)]
-    cli = build_cli(["--config", str(config)], run=False)
+    cli = _built(config)
     folder = Path(cli.trainer.checkpoint_callback.dirpath)
     best = [c for c in cli.trainer.callbacks if isinstance(c, BestCheckpoint)]
     # best.ckpt where the run selects one, else final.ckpt: the networks it measured last
