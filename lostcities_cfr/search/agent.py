@@ -1,0 +1,183 @@
+"""The search agent: at each decision, value every candidate action over sampled worlds.
+
+Perfect-information Monte Carlo over a base policy (Ginsberg's GIB; Long, Sturtevant, Buro
+and Furtak, "Understanding the Success of Perfect Information Monte Carlo Sampling in Game
+Tree Search", AAAI 2010), with the base policy's rollouts as the value of an action
+(Tesauro and Galperin, NIPS 1996): at a decision of game ``b``,
+
+1. deal ``worlds`` worlds consistent with what the player to move has seen
+   (:mod:`~lostcities_cfr.search.worlds`);
+2. step each candidate action in each world and value the child by
+   :class:`~lostcities_cfr.search.rollouts.Rollouts` (the base policy plays both players, cut
+   by a value network where the base has one);
+3. keep the better half of the candidates by mean value (ties: fewer), deal ``worlds`` new
+   worlds and value the survivors again, until one is left: successive halving (Karnin,
+   Koren and Somekh, "Almost Optimal Exploration in Multi-Armed Bandits", ICML 2013), so
+   that the budget goes to the actions that stay close;
+4. play the survivor, the best mean over every world it was valued in.
+
+All candidates of a round are valued in the same worlds (common random numbers: the
+difference between two actions does not carry the luck of the deal). Every round handles
+every game of the batch at once: its worlds are one ``GameBatch`` and its rollouts one
+lockstep batch (in chunks), so no Python loop runs per game or per world. Decisions with a
+single legal action (a draw with every pile empty) are not searched.
+
+Candidates are the legal actions, or with ``top`` the ``top`` most probable under the base
+policy (an agent with ``policy(batch) -> [B, A]``, as network agents have).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lostcities_cfr.agents.base import AgentRandomness
+from lostcities_cfr.game.batched import GameBatch
+from lostcities_cfr.search.rollouts import Rollouts
+from lostcities_cfr.search.worlds import deal_worlds, world_keys
+
+
+class SearchAgent:
+    """Plays the action with the best mean value over sampled worlds (module docstring).
+
+    Args:
+        rollouts: how a child is valued (the base policy, its value network, the depth).
+        worlds: worlds dealt per round of successive halving (the budget).
+        top: candidates per decision, the base policy's most probable; None: every legal
+            action.
+        margin: points by which a challenger's mean must beat the base's own action (the
+            incumbent) on the same worlds to be played instead.
+        z: and by this many standard errors of the paired differences (0: mean only).
+        seed: seeds the worlds (the base policy's rollouts draw from its own seed).
+        name: label in results.
+    """
+
+    def __init__(
+        self,
+        rollouts: Rollouts,
+        worlds: int = 16,
+        top: int | None = None,
+        margin: float = 0.0,
+        z: float = 0.0,
+        max_deck: int | None = None,
+        seed: int | None = None,
+        name: str = "search",
+    ) -> None:
+        if worlds < 1:
+            raise ValueError(f"worlds={worlds} must be >= 1")
+        if top is not None and top < 2:
+            raise ValueError(f"top={top} must be >= 2 (or None: every legal action)")
+        if top is not None and not callable(getattr(rollouts.policy, "policy", None)):
+            raise ValueError(
+                f"top={top} ranks actions by the base policy's probabilities, and "
+                f"{type(rollouts.policy).__name__} offers none (policy(batch)); leave top out"
+            )
+        if margin < 0 or z < 0:
+            raise ValueError(f"margin={margin} and z={z} must be >= 0")
+        self.rollouts = rollouts
+        self.worlds = worlds
+        self.top = top
+        self.margin = margin
+        self.z = z
+        self.max_deck = max_deck
+        self.name = name
+        self._rng = AgentRandomness(seed)
+        rules = getattr(rollouts.policy, "rules", None)
+        if rules is not None:  # a checkpoint's base: the arena checks the rules it plays
+            self.rules = rules
+
+    def act(self, batch: GameBatch) -> torch.Tensor:
+        return self.search(batch)[0]
+
+    def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
+        """What the search saw at every game's decision, labelled [B, A] float tensors.
+
+        ``probability``: 1 at the action played (the search is deterministic given its
+        worlds); ``searched value``: the mean value in points of each action valued, NaN
+        where it was not (not a candidate, or a decision with one legal action);
+        ``worlds``: the worlds each action was valued in.
+        """
+        actions, value, worlds = self.search(batch)
+        probability = torch.zeros_like(value)
+        probability[torch.arange(batch.batch_size), actions] = 1.0
+        probability[batch.done] = 0.0
+        return {"probability": probability, "searched value": value, "worlds": worlds}
+
+    @torch.inference_mode()
+    def search(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The action of every game [B] int64, the mean value of each action searched [B, A]
+        (NaN elsewhere) and the worlds it was valued in [B, A]."""
+        legal = batch.legal_mask()  # [B, A]
+        B, A = legal.shape
+        incumbent = self._incumbent(batch, legal)  # [B] the base's own choice
+        is_incumbent = torch.zeros_like(legal).scatter_(1, incumbent[:, None], True)
+        # challengers still in the running (the incumbent is valued in every round)
+        challengers = self._candidates(batch, legal) & ~is_incumbent
+        challengers &= (legal.sum(1) > 1)[:, None]
+        if self.max_deck is not None:
+            challengers &= (batch.deck_count <= self.max_deck)[:, None]
+        totals = torch.zeros(B, A, device=batch.device)
+        counts = torch.zeros(B, A, device=batch.device)
+        # paired differences to the incumbent, world by world: their sum and sum of squares
+        diff_sum = torch.zeros(B, A, device=batch.device)
+        diff_squares = torch.zeros(B, A, device=batch.device)
+        while True:
+            left = challengers.sum(1)
+            games = ((left > 1) | ((left == 1) & (counts.sum(1) == 0))).nonzero().squeeze(1)
+            if not len(games):
+                break
+            alive = challengers[games] | is_incumbent[games]  # [G, A]
+            values = self._round(batch.select(games), alive)  # [G, A, W]
+            totals[games] += values.sum(2)
+            counts[games] += alive * self.worlds
+            diff = values - values.gather(1, incumbent[games, None, None].expand_as(values[:, :1]))
+            diff = diff * challengers[games, :, None]
+            diff_sum[games] += diff.sum(2)
+            diff_squares[games] += diff.square().sum(2)
+            challengers[games] &= _better_half(diff_sum[games], challengers[games])
+        # the last challenger standing plays if it beats the incumbent by the margin
+        n = counts.clamp(min=1)
+        mean_diff = diff_sum / n
+        variance = (diff_squares - n * mean_diff.square()).clamp(min=0) / (n - 1).clamp(min=1)
+        beats = mean_diff > self.margin + self.z * (variance / n).sqrt()
+        deviate = challengers & beats  # [B, A] at most one per game
+        actions = torch.where(deviate.any(1), deviate.int().argmax(1), incumbent)
+        mean = torch.where(counts > 0, totals / n, torch.nan)
+        return actions, mean, counts
+
+    def _incumbent(self, batch: GameBatch, legal: torch.Tensor) -> torch.Tensor:
+        """[B] the base's own choice: its most probable action, or what it plays."""
+        policy = getattr(self.rollouts.policy, "policy", None)
+        if policy is None:
+            return self.rollouts.policy.act(batch)
+        return policy(batch).masked_fill(~legal, -1.0).argmax(1)
+
+    def _candidates(self, batch: GameBatch, legal: torch.Tensor) -> torch.Tensor:
+        """[B, A] bool: the legal actions, or the ``top`` most probable of them."""
+        if self.top is None:
+            return legal.clone()
+        prior = self.rollouts.policy.policy(batch).masked_fill(~legal, -1.0)  # [B, A]
+        top = prior.topk(min(self.top, prior.shape[1]), dim=1).indices
+        return torch.zeros_like(legal).scatter_(1, top, True) & legal
+
+    def _round(self, games: GameBatch, alive: torch.Tensor) -> torch.Tensor:
+        """[G, A, W]: each alive action's value in each of ``W`` new worlds, 0 for the other
+        actions, for games ``games`` with their alive actions ``alive`` [G, A]."""
+        W = self.worlds
+        worlds = deal_worlds(games, world_keys(games, W, self._rng.generator(games.device)))
+        game, action = alive.nonzero(as_tuple=True)  # [P] (game, action) pairs
+        offsets = torch.arange(W, device=games.device)
+        parent = (game[:, None] * W + offsets).flatten()  # [P * W] the world of each child
+        children = worlds.select(parent)
+        chooser = children.current_player
+        children.step(action.repeat_interleave(W), check=False)
+        values = torch.zeros(*alive.shape, W, device=games.device)
+        values[game, action] = self.rollouts.values(children, chooser).view(-1, W)
+        return values
+
+
+def _better_half(score: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
+    """[G, A] bool: the ``ceil(k / 2)`` alive actions of best ``score`` in each game of ``k``."""
+    keep = (alive.sum(1, keepdim=True) + 1) // 2  # [G, 1]
+    order = score.masked_fill(~alive, -torch.inf).argsort(dim=1, descending=True, stable=True)
+    rank = order.argsort(dim=1)  # [G, A] each action's place, best first
+    return alive & (rank < keep)
