@@ -3,27 +3,31 @@
 Perfect-information Monte Carlo over a base policy (Ginsberg's GIB; Long, Sturtevant, Buro
 and Furtak, "Understanding the Success of Perfect Information Monte Carlo Sampling in Game
 Tree Search", AAAI 2010), with the base policy's rollouts as the value of an action
-(Tesauro and Galperin, NIPS 1996): at a decision of game ``b``,
+(Tesauro and Galperin, NIPS 1996), searching only where it may beat the base (as SPARTA,
+Lerer et al., AAAI 2020, deviates from its blueprint only when the search says it pays). At a
+decision of game ``b`` with more than one legal action and at most ``max_deck`` cards left:
 
-1. deal ``worlds`` worlds consistent with what the player to move has seen
-   (:mod:`~lostcities_cfr.search.worlds`);
-2. step each candidate action in each world and value the child by
-   :class:`~lostcities_cfr.search.rollouts.Rollouts` (the base policy plays both players, cut
-   by a value network where the base has one);
-3. keep the better half of the candidates by mean value (ties: fewer), deal ``worlds`` new
-   worlds and value the survivors again, until one is left: successive halving (Karnin,
-   Koren and Somekh, "Almost Optimal Exploration in Multi-Armed Bandits", ICML 2013), so
-   that the budget goes to the actions that stay close;
-4. play the survivor, the best mean over every world it was valued in.
+1. the *incumbent* is the base's own choice (its most probable action, or what it plays);
+   the *challengers* are the other legal actions, or the other ``top`` most probable;
+2. deal ``worlds`` worlds consistent with what the player to move has seen
+   (:mod:`~lostcities_cfr.search.worlds`), step the incumbent and every challenger in each,
+   and value the children by :class:`~lostcities_cfr.search.rollouts.Rollouts` (the base
+   policy plays both players, cut by a value network where asked);
+3. keep the better half of the challengers (successive halving: Karnin, Koren and Somekh,
+   "Almost Optimal Exploration in Multi-Armed Bandits", ICML 2013) and repeat with new
+   worlds until one is left, so that the budget goes to the actions that stay close;
+4. play the last challenger if its mean beats the incumbent's over the same worlds by
+   ``margin`` points and ``z`` standard errors of the paired differences; else the incumbent.
 
-All candidates of a round are valued in the same worlds (common random numbers: the
-difference between two actions does not carry the luck of the deal). Every round handles
-every game of the batch at once: its worlds are one ``GameBatch`` and its rollouts one
-lockstep batch (in chunks), so no Python loop runs per game or per world. Decisions with a
-single legal action (a draw with every pile empty) are not searched.
+Every action of a round is valued in the same worlds (common random numbers: a difference
+between two actions does not carry the luck of the deal). Every round handles every game of
+the batch at once: its worlds are one ``GameBatch`` and its rollouts one lockstep batch (in
+chunks), so no Python loop runs per game or per world.
 
-Candidates are the legal actions, or with ``top`` the ``top`` most probable under the base
-policy (an agent with ``policy(batch) -> [B, A]``, as network agents have).
+Why the test against the incumbent and why ``max_deck`` (``docs/search.md``): a rollout's
+value carries 15-30 points of noise per world, the base's best actions differ by a point or
+two, so playing the best mean over a few dozen worlds plays the luckiest action; late in the
+round rollouts are short, cheap and less noisy, and the search gains most there.
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ from lostcities_cfr.agents.base import AgentRandomness
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.search.rollouts import Rollouts
 from lostcities_cfr.search.worlds import deal_worlds, world_keys
+
+# The defaults: the budget measured strongest for search:best within the time the issue
+# allows 1000 games (docs/search.md, "Choosing the budget").
+DEFAULT_WORLDS = 64
+DEFAULT_Z = 1.0
+DEFAULT_MAX_DECK = 20
 
 
 class SearchAgent:
@@ -47,6 +57,7 @@ class SearchAgent:
         margin: points by which a challenger's mean must beat the base's own action (the
             incumbent) on the same worlds to be played instead.
         z: and by this many standard errors of the paired differences (0: mean only).
+        max_deck: search only while the deck holds at most this many cards; None: always.
         seed: seeds the worlds (the base policy's rollouts draw from its own seed).
         name: label in results.
     """
@@ -54,11 +65,11 @@ class SearchAgent:
     def __init__(
         self,
         rollouts: Rollouts,
-        worlds: int = 16,
+        worlds: int = DEFAULT_WORLDS,
         top: int | None = None,
         margin: float = 0.0,
-        z: float = 0.0,
-        max_deck: int | None = None,
+        z: float = DEFAULT_Z,
+        max_deck: int | None = DEFAULT_MAX_DECK,
         seed: int | None = None,
         name: str = "search",
     ) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from lostcities_cfr.agents.base import Agent
+from lostcities_cfr.agents.base import Agent, AgentRandomness
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import encode_history
 from lostcities_cfr.inference import InferenceQueue
@@ -64,6 +64,8 @@ class Rollouts:
             engine and small networks run fastest on batches that stay in cache).
         wins: a finished round is worth +1 won, 0 drawn, -1 lost (the mean is the chance of
             winning minus that of losing) instead of its score difference; full rollouts only.
+        seed: seeds the sampling of a base that offers its probabilities (``_act``); other
+            bases draw from their own seed.
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class Rollouts:
         depth: int | None = None,
         chunk: int = 1024,
         wins: bool = False,
+        seed: int | None = None,
     ) -> None:
         if depth is not None and value is None:
             raise ValueError(f"depth={depth} needs a value network to value the cut states")
@@ -90,6 +93,7 @@ class Rollouts:
         if value is not None:
             self.queue.register(VALUE, value.network)
         self.decisions = 0  # decisions played in rollouts, for cost reports
+        self._rng = AgentRandomness(seed)
 
     def values(self, children: GameBatch, chooser: torch.Tensor) -> torch.Tensor:
         """[n] float32: each child's value in points for ``chooser`` ([n] 0/1: the player
@@ -125,8 +129,26 @@ class Rollouts:
                 rows = rows[keep]
                 batch = batch.select(keep)
             self.decisions += int((~batch.done).sum())
-            batch.step(self.policy.act(batch), check=False)
+            batch.step(self._act(batch), check=False)
             steps += 1
+
+    def _act(self, batch: GameBatch) -> torch.Tensor:
+        """The base policy's actions [B]. A base that offers its probabilities
+        (``policy(batch)``, as network agents do) is sampled by inverse transform, one uniform
+        per game from the rollouts' own generator: ``torch.multinomial`` draws an exponential
+        per action, which took a quarter of a rollout's time. Greedy bases play their argmax."""
+        policy = getattr(self.policy, "policy", None)
+        if policy is None:
+            return self.policy.act(batch)
+        probs = policy(batch)  # [B, A], 0 at illegal actions and in finished games
+        if getattr(self.policy, "greedy", False):
+            return probs.argmax(1)
+        cumulative = probs.cumsum(1)  # [B, A]
+        u = self._rng.uniform((batch.batch_size, 1), batch.device) * cumulative[:, -1:]
+        drawn = (cumulative <= u).sum(1)  # the first action whose cumulative exceeds u
+        # u rounded up to the total would pass every action: take the last possible one
+        last = probs.shape[1] - 1 - (probs.flip(1) > 0).int().argmax(1)
+        return torch.minimum(drawn, last)
 
     def _final(self, batch: GameBatch, chooser: torch.Tensor) -> torch.Tensor:
         """[n] the score difference (or its sign) of finished rounds for ``chooser``."""

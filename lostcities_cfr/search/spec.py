@@ -19,24 +19,29 @@ from __future__ import annotations
 from lostcities_cfr.agents.base import Agent
 from lostcities_cfr.agents.specs import _number, agent_from_spec, register_agent_kind
 from lostcities_cfr.errors import AgentSpecError
-from lostcities_cfr.search.agent import SearchAgent
+from lostcities_cfr.search.agent import DEFAULT_MAX_DECK, DEFAULT_WORLDS, DEFAULT_Z, SearchAgent
 from lostcities_cfr.search.rollouts import Rollouts
 
-SEARCH_USAGE = "search:BASE[:worlds=N][:depth=N|full][:top=K][:margin=X][:z=X]"
+SEARCH_USAGE = "search:BASE[:worlds=N][:top=K|all][:z=X][:max_deck=N|all][:depth=N|full]..."
 SEARCH_HELP = (
     "samples worlds, values each action by rollouts of BASE (any spec), plays the best mean"
 )
 SEARCH_OPTIONS = {
-    "worlds": "worlds dealt per round of successive halving (default 16)",
+    "worlds": "worlds dealt per round of successive halving (default 64)",
     "depth": "decisions a rollout plays before the base's value network values it; "
     "full plays the round out (default: full)",
-    "top": "candidate actions, the base policy's most probable (default: every legal one)",
+    "top": "candidate actions, the base policy's most probable (default 4 where the base "
+    "offers its probabilities, every legal action otherwise)",
     "margin": "points a challenger must gain over the base's own action (default 0)",
-    "z": "and standard errors of the paired differences (default 0)",
-    "max_deck": "search only while the deck holds at most this many cards (default: always)",
+    "z": "and standard errors of the paired differences (default 1)",
+    "max_deck": "search only while the deck holds at most this many cards (default 20; "
+    "all: always)",
     "utility": "points (score difference, default) or wins (+1, 0, -1; full rollouts only)",
     "chunk": "rollouts played in one lockstep batch (default 1024)",
 }
+# candidates where the base offers its probabilities (SearchAgent's own default is every
+# legal action, which any base allows)
+DEFAULT_TOP = 4
 # the rollout policy's seed, apart from the worlds' (the search's own seed)
 _BASE_SEED_OFFSET = 7919
 
@@ -55,9 +60,12 @@ def search_agent(args: list[str], options: dict[str, str], seed: int | None) -> 
     if args[0] == "search":
         raise AgentSpecError("a search over a search is refused: its cost would multiply")
     base = agent_from_spec(base_spec, seed=None if seed is None else seed + _BASE_SEED_OFFSET)
-    worlds = _positive(own.get("worlds", "16"), "worlds")
+    worlds = _positive(own.get("worlds", str(DEFAULT_WORLDS)), "worlds")
     chunk = _positive(own.get("chunk", "1024"), "chunk")
-    top = None if "top" not in own else _positive(own["top"], "top")
+    offers_policy = callable(getattr(base, "policy", None))
+    top = DEFAULT_TOP if offers_policy else None
+    if "top" in own:
+        top = None if own["top"] == "all" else _positive(own["top"], "top")
     depth_text = own.get("depth", "full")
     depth = None if depth_text == "full" else _positive(depth_text, "depth", minimum=0)
     value = getattr(base, "state_value", None)
@@ -67,13 +75,15 @@ def search_agent(args: list[str], options: dict[str, str], seed: int | None) -> 
             "none (a PPO or ESCHER checkpoint has one); use depth=full"
         )
     margin = _number(own.get("margin", "0"), "margin", float)
-    z = _number(own.get("z", "0"), "z", float)
+    z = _number(own.get("z", str(DEFAULT_Z)), "z", float)
     utility = own.get("utility", "points")
     if utility not in ("points", "wins"):
         raise AgentSpecError(f"utility={utility!r}; expected points or wins")
-    max_deck = None if "max_deck" not in own else _positive(own["max_deck"], "max_deck", 0)
+    max_deck_text = own.get("max_deck", str(DEFAULT_MAX_DECK))
+    max_deck = None if max_deck_text == "all" else _positive(max_deck_text, "max_deck", 0)
     try:
-        rollouts = Rollouts(base, value, depth, chunk, wins=utility == "wins")
+        rollout_seed = None if seed is None else seed + 2 * _BASE_SEED_OFFSET
+        rollouts = Rollouts(base, value, depth, chunk, utility == "wins", rollout_seed)
         return SearchAgent(rollouts, worlds, top, margin, z, max_deck, seed)
     except ValueError as error:
         raise AgentSpecError(str(error)) from None

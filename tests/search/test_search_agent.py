@@ -11,10 +11,14 @@ from torch import nn
 from lostcities_cfr.agents import DiscardOnlyAgent, HeuristicAgent, RandomAgent, agent_from_spec
 from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.game import GameBatch, GameState
+from lostcities_cfr.play import main as play_main
 from lostcities_cfr.search import Rollouts, SearchAgent, StateValue
 from lostcities_cfr.search.agent import _better_half
 
-SPECS = ("search:heuristic:balanced:worlds=2", "search:best:worlds=2:depth=4:top=3")
+SPECS = (
+    "search:heuristic:balanced:worlds=2:z=0:max_deck=all",
+    "search:best:worlds=2:depth=4:top=3:max_deck=all",
+)
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -52,7 +56,7 @@ def test_search_plays_the_move_its_base_never_would():
     batch = GameBatch.from_states([state])
     play_red_ten = CLASSIC.play_action(CLASSIC.type_id(0, 9))
     assert DiscardOnlyAgent(seed=0).act(batch)[0] != play_red_ten
-    agent = SearchAgent(Rollouts(DiscardOnlyAgent(seed=0)), worlds=2, seed=0)
+    agent = SearchAgent(Rollouts(DiscardOnlyAgent(seed=0)), worlds=2, max_deck=None, seed=0)
     assert int(agent.act(batch)[0]) == play_red_ten
     value = agent.explain(batch)["searched value"][0]
     assert value[play_red_ten] == pytest.approx(
@@ -62,8 +66,9 @@ def test_search_plays_the_move_its_base_never_would():
 
 def test_explain_labels_the_searched_actions():
     batch = GameBatch.from_states(random_positions(5, seed=11))
-    agent = agent_from_spec("search:heuristic:balanced:worlds=2", seed=0)
-    actions = agent_from_spec("search:heuristic:balanced:worlds=2", seed=0).act(batch)
+    spec = "search:heuristic:balanced:worlds=2:max_deck=all"
+    agent = agent_from_spec(spec, seed=0)
+    actions = agent_from_spec(spec, seed=0).act(batch)
     seen = agent.explain(batch)
     assert set(seen) == {"probability", "searched value", "worlds"}
     legal = batch.legal_mask()
@@ -118,15 +123,23 @@ def test_full_rollouts_are_the_base_policys_final_score_in_any_chunks():
 
 
 def test_spec_gives_the_base_its_own_arguments_and_options():
-    agent = agent_from_spec("search:heuristic:cautious:deny_weight=0.2:worlds=3:margin=1", seed=0)
-    assert isinstance(agent, SearchAgent)
-    assert agent.name == "search:heuristic:cautious:deny_weight=0.2:worlds=3:margin=1"
-    assert agent.worlds == 3 and agent.margin == 1.0 and agent.rollouts.depth is None
+    spec = "search:heuristic:cautious:deny_weight=0.2:worlds=3:margin=1:max_deck=all"
+    agent = agent_from_spec(spec, seed=0)
+    assert isinstance(agent, SearchAgent) and agent.name == spec
+    assert agent.worlds == 3 and agent.margin == 1.0 and agent.max_deck is None
+    assert agent.top is None and agent.rollouts.depth is None  # no probabilities to rank
     assert agent.rollouts.policy.params.deny_weight == 0.2
-    best = agent_from_spec("search:best:greedy:depth=2:top=4", seed=0)
-    assert best.rollouts.policy.greedy and best.rollouts.depth == 2 and best.top == 4
+    best = agent_from_spec("search:best:greedy:depth=2:top=all:z=0.5:max_deck=9", seed=0)
+    assert best.rollouts.policy.greedy and best.rollouts.depth == 2 and best.top is None
+    assert best.z == 0.5 and best.max_deck == 9
     assert best.rollouts.value.scale == 100.0 and not best.rollouts.value.history
     assert best.rules == CLASSIC  # the arena checks the checkpoint's rules
+
+
+def test_search_best_defaults_to_the_measured_budget():
+    agent = agent_from_spec("search:best", seed=0)
+    assert (agent.worlds, agent.top, agent.z, agent.max_deck) == (64, 4, 1.0, 20)
+    assert agent.rollouts.depth is None and not agent.rollouts.wins
 
 
 @pytest.mark.parametrize(
@@ -141,9 +154,22 @@ def test_spec_gives_the_base_its_own_arguments_and_options():
         ("search:random:top=3", "offers none"),
         ("search:best:top=1", "top=1 must be >= 2"),
         ("search:random:margin=-1", "must be >= 0"),
+        ("search:random:utility=money", "expected points or wins"),
+        ("search:best:depth=3:utility=wins", "needs full rollouts"),
         ("search:nonsense", "unknown kind 'nonsense'"),
     ],
 )
 def test_bad_search_specs_say_what_is_wrong(spec, message):
     with pytest.raises(AgentSpecError, match=message):
         agent_from_spec(spec)
+
+
+def test_a_round_of_play_against_a_search_runs_to_its_end():
+    lines: list[str] = []
+    answers = iter(["1"] * 400)
+    spec = "search:heuristic:balanced:worlds=2:max_deck=6"
+    play_main(
+        ["--opponent", spec, "--seed", "1"], read=lambda prompt: next(answers), write=lines.append
+    )
+    out = "\n".join(lines)
+    assert f"Lost Cities against {spec}" in out and "Round over after" in out
