@@ -77,7 +77,7 @@ class SearchAgent:
             raise ValueError(f"worlds={worlds} must be >= 1")
         if top is not None and top < 2:
             raise ValueError(f"top={top} must be >= 2 (or None: every legal action)")
-        if top is not None and not callable(getattr(rollouts.policy, "policy", None)):
+        if top is not None and not _ranks(rollouts.policy):
             raise ValueError(
                 f"top={top} ranks actions by the base policy's probabilities, and "
                 f"{type(rollouts.policy).__name__} offers none (policy(batch)); leave top out"
@@ -119,10 +119,18 @@ class SearchAgent:
         (NaN elsewhere) and the worlds it was valued in [B, A]."""
         legal = batch.legal_mask()  # [B, A]
         B, A = legal.shape
-        incumbent = self._incumbent(batch, legal)  # [B] the base's own choice
+        base = self.rollouts.policy
+        # the base's probabilities [B, A] where it offers them (0 at illegal actions)
+        prior = base.policy(batch).masked_fill(~legal, -1.0) if _ranks(base) else None
+        # the incumbent [B]: the base's most probable action, or what it plays
+        incumbent = base.act(batch) if prior is None else prior.argmax(1)
         is_incumbent = torch.zeros_like(legal).scatter_(1, incumbent[:, None], True)
         # challengers still in the running (the incumbent is valued in every round)
-        challengers = self._candidates(batch, legal) & ~is_incumbent
+        challengers = legal.clone()
+        if self.top is not None:
+            top = prior.topk(min(self.top, A), dim=1).indices
+            challengers &= torch.zeros_like(legal).scatter_(1, top, True)
+        challengers &= ~is_incumbent
         challengers &= (legal.sum(1) > 1)[:, None]
         if self.max_deck is not None:
             challengers &= (batch.deck_count <= self.max_deck)[:, None]
@@ -155,21 +163,6 @@ class SearchAgent:
         mean = torch.where(counts > 0, totals / n, torch.nan)
         return actions, mean, counts
 
-    def _incumbent(self, batch: GameBatch, legal: torch.Tensor) -> torch.Tensor:
-        """[B] the base's own choice: its most probable action, or what it plays."""
-        policy = getattr(self.rollouts.policy, "policy", None)
-        if policy is None:
-            return self.rollouts.policy.act(batch)
-        return policy(batch).masked_fill(~legal, -1.0).argmax(1)
-
-    def _candidates(self, batch: GameBatch, legal: torch.Tensor) -> torch.Tensor:
-        """[B, A] bool: the legal actions, or the ``top`` most probable of them."""
-        if self.top is None:
-            return legal.clone()
-        prior = self.rollouts.policy.policy(batch).masked_fill(~legal, -1.0)  # [B, A]
-        top = prior.topk(min(self.top, prior.shape[1]), dim=1).indices
-        return torch.zeros_like(legal).scatter_(1, top, True) & legal
-
     def _round(self, games: GameBatch, alive: torch.Tensor) -> torch.Tensor:
         """[G, A, W]: each alive action's value in each of ``W`` new worlds, 0 for the other
         actions, for games ``games`` with their alive actions ``alive`` [G, A]."""
@@ -192,3 +185,8 @@ def _better_half(score: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
     order = score.masked_fill(~alive, -torch.inf).argsort(dim=1, descending=True, stable=True)
     rank = order.argsort(dim=1)  # [G, A] each action's place, best first
     return alive & (rank < keep)
+
+
+def _ranks(agent: object) -> bool:
+    """Whether ``agent`` offers its probabilities (``policy(batch) -> [B, A]``)."""
+    return callable(getattr(agent, "policy", None))

@@ -24,7 +24,8 @@ from lostcities_cfr.search.rollouts import Rollouts
 
 SEARCH_USAGE = "search:BASE[:worlds=N][:top=K|all][:z=X][:max_deck=N|all][:depth=N|full]..."
 SEARCH_HELP = (
-    "samples worlds, values each action by rollouts of BASE (any spec), plays the best mean"
+    "BASE (any spec) with a search: rollouts of BASE over sampled worlds value its move and "
+    "the alternatives; plays an alternative where it beats BASE's move (docs/search.md)"
 )
 SEARCH_OPTIONS = {
     "worlds": "worlds dealt per round of successive halving (default 64)",
