@@ -16,7 +16,7 @@ or ``--json``; ``--plot FILE`` draws strength against match milliseconds per dec
 panel per opponent, a line through the agents whose names share the part before ``@``
 (name them ``search:best@16``, ``search:best@32``... to draw a budget curve).
 ``--from-json FILE...`` prints and plots saved results without playing (merging files, so
-long runs may go one agent at a time).
+long runs may go one agent or one opponent at a time).
 
     python scripts/search_table.py --agent 'search:best@32=search:best:worlds=32' \\
         --opponent best --opponent heuristic:balanced --json > search_best.json
@@ -200,12 +200,14 @@ def plot(results: dict[str, Any], out: Path) -> None:
 
 
 def merged(paths: list[Path]) -> dict[str, Any]:
-    """Saved ``--json`` results, one after the other (a later agent of the same name wins)."""
-    results: dict[str, Any] = {"agents": {}}
+    """Saved ``--json`` results in one: an agent met in several files keeps its first play
+    timings and gathers its opponents (a later result against the same opponent wins)."""
+    agents: dict[str, Any] = {}
     for path in paths:
-        saved = json.loads(path.read_text())
-        results["agents"].update(saved["agents"])
-    return results
+        for name, row in json.loads(path.read_text())["agents"].items():
+            mine = agents.setdefault(name, {**row, "opponents": {}})
+            mine["opponents"].update(row["opponents"])
+    return {"agents": agents}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,3 +46,17 @@ def test_a_bad_spec_is_one_line(search_table, capsys):
         search_table.main(["--agent", "x=search:nonsense", "--opponent", "random"])
     assert exit_info.value.code == 2
     assert "unknown kind 'nonsense'" in capsys.readouterr().err
+
+
+def test_saved_results_merge_by_agent_and_opponent(search_table, tmp_path):
+    def saved(name: str, opponents: dict, play_ms: float) -> dict:
+        row = {"spec": "s", "play_ms_mean": play_ms, "play_ms_max": play_ms}
+        return {"agents": {name: {**row, "opponents": opponents}}}
+
+    first = {"best": {"win_rate": 0.5}, "random": {"win_rate": 0.9}}
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    files[0].write_text(json.dumps(saved("x", first, 10.0)))
+    files[1].write_text(json.dumps(saved("x", {"random": {"win_rate": 1.0}}, 99.0)))
+    row = search_table.merged(files)["agents"]["x"]
+    assert row["play_ms_mean"] == 10.0
+    assert row["opponents"] == {"best": {"win_rate": 0.5}, "random": {"win_rate": 1.0}}
