@@ -28,6 +28,7 @@ from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_U
 from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import AgentSpecError, ConfigError, IllegalActionError
 from lostcities_cfr.game import GameBatch, GameState, Rules
+from lostcities_cfr.search import SearchAgent  # and registers the ``search`` agent kind
 
 # name -> module, imported on first access (Lightning is slow to import)
 _LAZY = {
@@ -51,6 +52,7 @@ __all__ = [
     "NetworkAgent",
     "RandomAgent",
     "Rules",
+    "SearchAgent",
     "act_single",
     "agent_from_spec",
     "evaluate",

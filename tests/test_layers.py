@@ -14,6 +14,8 @@ LAYERS = [
     {"game"},
     {"agents", "arena", "recording", "league", "ratings"},
     {"inference"},
+    # decision-time search: the queue's forwards, below the models that hand it their values
+    {"search"},
     {"cfr"},
     # the baselines train beside Deep CFR, with its metrics and checkpoints
     {"training", "baselines"},

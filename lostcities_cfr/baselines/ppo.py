@@ -78,6 +78,7 @@ from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 
@@ -251,6 +252,11 @@ class PPO(pl.LightningModule):
         if policy != LEARNER:
             raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
         return NetworkAgent(self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=policy)
+
+    def state_value(self) -> StateValue:
+        """The value network in points, for a search to cut its rollouts with
+        (``docs/search.md``). With ``win_bonus`` it also counts the bonus, in points."""
+        return StateValue(self.value_net, history=False, scale=self.hparams.reward_scale)
 
     # ---- Lightning: setup ---------------------------------------------------------------------
     def configure_optimizers(self) -> torch.optim.Optimizer:

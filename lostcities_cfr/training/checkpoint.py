@@ -402,6 +402,8 @@ def load_agent(
         )
     agent = model.agent(policy, greedy=greedy, seed=seed)
     agent.rules = model.rules
+    # the value network a search over this agent cuts its rollouts with (search:ckpt:PATH)
+    agent.state_value = model.state_value() if hasattr(model, "state_value") else None
     return agent
 
 

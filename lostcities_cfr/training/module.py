@@ -71,6 +71,7 @@ from lostcities_cfr.game.symmetry import (
     feature_layout,
 )
 from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
@@ -284,6 +285,13 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             snapshots=self._snapshot_networks() if policy == "sdcfr" else (),
             snapshot_weights=weights,
         )
+
+    def state_value(self) -> StateValue | None:
+        """The history value network V(h) in points, for a search to value sampled worlds
+        with (``docs/search.md``); None without a value-baseline sampler."""
+        if self.value_net is None:
+            return None
+        return StateValue(self.value_net, history=True, scale=self.sampler.utility_scale)
 
     def _snapshot_networks(self) -> list[list[nn.Module]]:
         """Every stored iteration's advantage networks, rebuilt from their weights."""
