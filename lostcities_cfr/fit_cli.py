@@ -51,7 +51,7 @@ from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from lostcities_cfr import runs
 from lostcities_cfr.arguments import PositiveInt
-from lostcities_cfr.callbacks import RunCheckpoint, SaveConfigToLoggers
+from lostcities_cfr.callbacks import InterruptGuard, RunCheckpoint, SaveConfigToLoggers
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.training.checkpoint import (
     DEFAULT_MODEL_CLASS,
@@ -207,6 +207,7 @@ class DeepCFRCLI(LightningCLI):
         if self.subcommand != "fit":
             return
         _time_limit_between_iterations(self.trainer, self.config.fit.trainer.max_time)
+        self.trainer.callbacks.append(InterruptGuard())
         if not _first_process():
             return
         folders = {"run": self.trainer.default_root_dir}

@@ -13,6 +13,7 @@ from lostcities_cfr.callbacks.best_checkpoint import BestCheckpoint
 from lostcities_cfr.callbacks.best_response import BestResponseProbe
 from lostcities_cfr.callbacks.compile_toggle import CompileToggle
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
+from lostcities_cfr.callbacks.interrupt_guard import InterruptGuard
 from lostcities_cfr.callbacks.phase_profiler import PhaseProfiler
 from lostcities_cfr.callbacks.phase_timer import PhaseTimer
 from lostcities_cfr.callbacks.progress import IterationProgressBar
@@ -24,6 +25,7 @@ __all__ = [
     "BestCheckpoint",
     "BestResponseProbe",
     "CompileToggle",
+    "InterruptGuard",
     "IterationProgressBar",
     "IterationWandbLogger",
     "PeriodicEvaluation",

@@ -8,6 +8,8 @@ where the training tests meet a sampler's own interface (``traverse_games``).
 from __future__ import annotations
 
 import copy
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -60,6 +62,23 @@ class StallAtIteration(pl.Callback):
         if iteration == self.iteration:
             Path(self.marker).touch()
             time.sleep(self.seconds)
+
+
+class SwallowCtrlCAt(pl.Callback):
+    """At the start of ``iteration``'s traversal, send this process SIGINT and swallow the
+    KeyboardInterrupt, as a finaliser that it interrupts does: a Ctrl-C the run would
+    otherwise go on after."""
+
+    def __init__(self, iteration: int) -> None:
+        self.iteration = iteration
+
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if pl_module.iteration == self.iteration:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5.0)  # the interrupt arrives here
+            except KeyboardInterrupt:
+                pass
 
 
 class BufferProbe(pl.Callback):

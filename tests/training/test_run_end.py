@@ -104,6 +104,20 @@ def test_ctrl_c_leaves_the_networks_in_final_ckpt(write_config, tmp_path, during
         assert not same_weights(checkpoints / "final.ckpt", checkpoints / "last.ckpt")
 
 
+def test_a_swallowed_ctrl_c_still_stops_the_run_at_its_next_update(write_config, tmp_path):
+    config = write_config(max_epochs=6, final_eval_games=0, name="swallowed")
+    swallow = {"class_path": "run_probes.SwallowCtrlCAt", "init_args": {"iteration": 3}}
+    args = cli_subprocess(config, callback=swallow)
+    done = subprocess.run(**args, capture_output=True, timeout=300)
+    checkpoints = tmp_path / "swallowed" / "checkpoints"
+    assert done.returncode == 1, done.stderr.decode()
+    assert "Detected KeyboardInterrupt" in done.stdout.decode() + done.stderr.decode()
+    # stopped before iteration 3's first update: iteration 2's networks, whole
+    final = read_checkpoint(checkpoints / "final.ckpt")
+    assert trained_iterations(final) == 2
+    assert not cut_iteration(final)
+
+
 def test_best_ckpt_keeps_the_iteration_whose_deployed_policy_measured_best(write_config, tmp_path):
     best = {
         "class_path": "lostcities_cfr.callbacks.BestCheckpoint",
