@@ -14,20 +14,25 @@ from pathlib import Path
 
 import torch
 
-from lostcities_cfr.agents import agent_from_spec, describe_agent_specs
+from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arena import evaluate
+from lostcities_cfr.cli_options import (
+    add_json,
+    add_rules,
+    add_threads,
+    agent_command_parser,
+    use_threads,
+)
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.recording import GameRecorder, write_records
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lostcities_cfr evaluate",
-        description="Play an agent against an opponent in duplicate format (every deal "
-        "twice, seats swapped) and report rates with 95% intervals.",
-        epilog=describe_agent_specs(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = agent_command_parser(
+        "evaluate",
+        "Play an agent against an opponent in duplicate format (every deal twice, seats "
+        "swapped) and report rates with 95% intervals.",
     )
     parser.add_argument("--agent", required=True, help="spec of the agent being measured")
     parser.add_argument("--opponent", default="random", help="spec of the opponent (random)")
@@ -35,16 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--games", type=int, default=1000, help="games in all; odd counts round up (1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the deals and agents (0)")
-    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
+    add_rules(parser)
     parser.add_argument("--device", default="cpu", help="where the games run (cpu)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch CPU threads (1: the arena is many small tensor ops, which one "
-        "thread runs fastest)",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    add_threads(parser, "the arena is many small tensor ops, which one thread runs fastest")
+    add_json(parser)
     parser.add_argument(
         "--record",
         metavar="FILE",
@@ -59,16 +58,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games {args.games}: play at least 1 game")
-    if args.threads < 1:
-        parser.error(f"--threads {args.threads}: use at least 1 thread")
     if args.games % 2:
         print(
             f"--games {args.games} rounded up to {args.games + 1}: "
             "every deal is played from both seats",
             file=sys.stderr,
         )
+    use_threads(parser, args.threads)
     device = _device(parser, args.device)
-    torch.set_num_threads(args.threads)
     recorder = None
     if args.record is not None:
         _check_writable(parser, Path(args.record))  # before the games, not after them

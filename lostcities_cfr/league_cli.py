@@ -18,9 +18,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from lostcities_cfr.agents import describe_agent_specs
+from lostcities_cfr.cli_options import (
+    add_json,
+    add_rules,
+    add_threads,
+    agent_command_parser,
+    use_threads,
+)
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.league import Entrant, League, PairResult, play_league
@@ -43,22 +48,20 @@ PAIR_COLUMNS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lostcities_cfr league",
-        description="Play every pair of agents in duplicate games and rate them "
-        "(Bradley-Terry, Elo scale, 95%% intervals). Agents: SPEC or LABEL=SPEC.",
-        epilog=describe_agent_specs(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = agent_command_parser(
+        "league",
+        "Play every pair of agents in duplicate games and rate them (Bradley-Terry, Elo "
+        "scale, 95%% intervals). Agents: SPEC or LABEL=SPEC.",
     )
     parser.add_argument("agents", nargs="+", metavar="AGENT", help="SPEC or LABEL=SPEC")
     parser.add_argument("--games", type=int, default=1000, help="games per pair (1000)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the deals and agents (0)")
-    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
+    add_rules(parser)
     parser.add_argument(
         "--out", default="runs/league", help="folder of the pairs' games and results (runs/league)"
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    add_threads(parser)
+    add_json(parser)
     return parser
 
 
@@ -67,12 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error(f"--games {args.games}: play at least 1 game a pair")
-    if args.threads < 1:
-        parser.error(f"--threads {args.threads}: use at least 1 thread")
+    use_threads(parser, args.threads)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         parser.exit(2, f"{parser.prog}: error: --out {out} is a file; name a folder\n")
-    torch.set_num_threads(args.threads)
     start = time.perf_counter()
     try:
         entrants = [Entrant.parse(text) for text in args.agents]

@@ -21,9 +21,9 @@ from lostcities_cfr.agents import (
     act_single,
     agent_from_spec,
     agent_name,
-    describe_agent_specs,
 )
 from lostcities_cfr.arena import check_agent_rules
+from lostcities_cfr.cli_options import add_rules, agent_command_parser
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import COLOR_NAMES, Rules
@@ -220,12 +220,7 @@ def default_opponent(rules: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lostcities_cfr play",
-        description="Play Lost Cities against an agent in the terminal.",
-        epilog=describe_agent_specs(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = agent_command_parser("play", "Play Lost Cities against an agent in the terminal.")
     parser.add_argument(
         "--opponent",
         default=None,
@@ -247,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="0: you move first in the first round; seats alternate in a match (0)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seeds the deals and the agent")
-    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
+    add_rules(parser)
     return parser
 
 

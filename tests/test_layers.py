@@ -24,6 +24,7 @@ LAYERS = [
         "__init__",
         "__main__",
         "cli",
+        "cli_options",
         "fit_cli",
         "evaluate_cli",
         "exploit_cli",

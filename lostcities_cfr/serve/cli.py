@@ -6,11 +6,11 @@ import argparse
 import socket
 import sys
 
-import torch
 import uvicorn
 
-from lostcities_cfr.agents import agent_from_spec, agent_name, describe_agent_specs
+from lostcities_cfr.agents import agent_from_spec, agent_name
 from lostcities_cfr.arena import check_agent_rules
+from lostcities_cfr.cli_options import add_rules, add_threads, agent_command_parser, use_threads
 from lostcities_cfr.errors import LostCitiesError
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.play import default_opponent
@@ -21,12 +21,10 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lostcities_cfr serve",
-        description="A local web page: play an agent, with its reasoning at every decision, "
-        "and replay recorded evaluation games (evaluate --record FILE).",
-        epilog=describe_agent_specs(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = agent_command_parser(
+        "serve",
+        "A local web page: play an agent, with its reasoning at every decision, and replay "
+        "recorded evaluation games (evaluate --record FILE).",
     )
     parser.add_argument(
         "--agent",
@@ -42,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--port", type=int, default=8000, help="port (8000; 0 picks a free one)")
     parser.add_argument("--replay", metavar="FILE", help="games written by evaluate --record")
-    parser.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
+    add_rules(parser)
     parser.add_argument("--seed", type=int, default=None, help="seeds the agents' sampling")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
+    add_threads(parser)
     return parser
 
 
@@ -53,9 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: a port is 0..65535")
-    if args.threads < 1:
-        parser.error(f"--threads {args.threads}: use at least 1 thread")
-    torch.set_num_threads(args.threads)
+    use_threads(parser, args.threads)
     rules = Rules.preset(args.rules)
     try:
         agent = agent_from_spec(args.agent or default_opponent(args.rules), seed=args.seed)
