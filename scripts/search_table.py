@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from strength_curves import save_panels  # this folder: python scripts/search_table.py
 
 from lostcities_cfr import GameBatch, Rules, agent_from_spec, evaluate
 from lostcities_cfr.agents import Agent
@@ -189,14 +190,7 @@ def plot(results: dict[str, Any], out: Path) -> None:
         ax.set_title(f"vs {opponent}")
         ax.set_xlabel("match milliseconds per decision (one thread)")
     axes[0, 0].set_ylabel("rounds won (95% interval)")
-    handles = {}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    axes[0, -1].legend(handles.values(), handles.keys(), fontsize="small", loc="lower right")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save_panels(fig, axes, out)
 
 
 def merged(paths: list[Path]) -> dict[str, Any]:

@@ -116,7 +116,14 @@ def plot(points: list[Point], out: Path) -> None:
         ax.set_title(f"vs {opponent}")
         ax.set_xlabel("training wall-clock (minutes)")
     axes[0, 0].set_ylabel("win rate (95% interval)")
-    # One legend for every line: a run need not have played every opponent.
+    save_panels(fig, axes, out)
+
+
+def save_panels(fig, axes, out: Path) -> None:
+    """Write a row of panels (one per opponent) with one legend for every line: a line need
+    not appear in every panel (a run need not have played every opponent)."""
+    import matplotlib.pyplot as plt
+
     handles = {}
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):

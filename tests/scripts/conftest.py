@@ -16,6 +16,9 @@ SCRIPTS = Path(__file__).parents[2] / "scripts"
 def load_script(monkeypatch):
     """``load_script(name)``: ``scripts/<name>.py`` as a module."""
 
+    # as `python scripts/<name>.py` has it: the scripts' folder first on sys.path
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+
     def load(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
