@@ -4,7 +4,6 @@ one line naming it with nothing already played lost."""
 import json
 
 import pytest
-import torch
 
 import lostcities_cfr.league as league_module
 from lostcities_cfr.cli import main
@@ -14,14 +13,6 @@ from lostcities_cfr.league import Entrant, PairResult, pair_key, play_league, sp
 
 TINY = Rules.tiny()
 THREE = [Entrant("r", "random"), Entrant("d", "discard-only"), Entrant("h", "heuristic")]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -25,14 +25,6 @@ TINY = Rules.tiny()
 SMALL = {"games_per_rollout": 256, "network": NetworkConfig(32, 2), "learning_rate": 3e-3}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_the_learner_nearly_reaches_the_exact_best_response_to_uniform_play():
     exact = exploitability(TINY, uniform_strategy)  # 2.4162: both seats' best responses, halved
     learned = train_best_response(

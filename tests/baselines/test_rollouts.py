@@ -43,9 +43,9 @@ def queue() -> InferenceQueue:
     return queue
 
 
-def test_learner_rollout_plays_legal_moves_and_returns_the_reference_engines_score(
-    queue, monkeypatch
-):
+def record_moves(monkeypatch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The rollouts' moves, step by step as ``(live games, their actions)``, checked legal by
+    the engine as they are played."""
     moves = []
 
     def recording_play_out(batch, decide, check=True):
@@ -55,9 +55,16 @@ def test_learner_rollout_plays_legal_moves_and_returns_the_reference_engines_sco
             moves.append((rows[live].clone(), actions[live].clone()))
             return actions
 
-        return play_out(batch, record, check=True)  # the engine refuses illegal moves
+        return play_out(batch, record, check=True)
 
     monkeypatch.setattr(rollout_module, "play_out", recording_play_out)
+    return moves
+
+
+def test_learner_rollout_plays_legal_moves_and_returns_the_reference_engines_score(
+    queue, monkeypatch
+):
+    moves = record_moves(monkeypatch)
     seed = 7
     rows, decisions = learner_rollout(
         RULES, queue, [LEARNER, "old"], GAMES, seed, torch.Generator().manual_seed(0)
@@ -104,18 +111,7 @@ def test_teacher_games_record_every_decision_with_the_reference_engines_score():
 
 
 def test_a_fixed_agent_opponent_plays_its_own_moves_from_both_seats(queue, monkeypatch):
-    moves = []
-
-    def recording_play_out(batch, decide, check=True):
-        def record(batch, step, rows):
-            actions = decide(batch, step, rows)
-            live = ~batch.done
-            moves.append((rows[live].clone(), actions[live].clone()))
-            return actions
-
-        return play_out(batch, record, check=True)
-
-    monkeypatch.setattr(rollout_module, "play_out", recording_play_out)
+    moves = record_moves(monkeypatch)
     heuristic = agent_from_spec("heuristic:cautious")
     seed = 5
     rows, _ = learner_rollout(
