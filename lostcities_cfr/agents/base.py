@@ -68,7 +68,12 @@ def explain_actions(agent: Agent, batch: GameBatch) -> dict[str, torch.Tensor]:
 
 def act_and_explain(agent: Agent, batch: GameBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The agent's actions ``[B]`` and its reasoning about them (:func:`explain_actions`;
-    the one-hot stand-in marks the actions returned)."""
+    the one-hot stand-in marks the actions returned). An agent whose decision is itself
+    random in what it considers (a search's worlds) gives both from one decision through
+    its own ``act_and_explain``."""
+    own = getattr(agent, "act_and_explain", None)
+    if own is not None:
+        return own(batch)
     actions = agent.act(batch)  # [B] int64
     if isinstance(agent, Explainer):
         return actions, agent.explain(batch)

@@ -102,16 +102,21 @@ class SearchAgent:
     def explain(self, batch: GameBatch) -> dict[str, torch.Tensor]:
         """What the search saw at every game's decision, labelled [B, A] float tensors.
 
-        ``probability``: 1 at the action played (the search is deterministic given its
+        ``probability``: 1 at the action it chose (the search is deterministic given its
         worlds); ``searched value``: the mean value in points of each action valued, NaN
         where it was not (not a candidate, or a decision with one legal action);
         ``worlds``: the worlds each action was valued in.
         """
+        return self.act_and_explain(batch)[1]
+
+    def act_and_explain(self, batch: GameBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The actions [B] and the reasons of one search (:meth:`explain`): two calls, to
+        ``act`` and ``explain``, would deal other worlds and might choose another action."""
         actions, value, worlds = self.search(batch)
         probability = torch.zeros_like(value)
         probability[torch.arange(batch.batch_size), actions] = 1.0
         probability[batch.done] = 0.0
-        return {"probability": probability, "searched value": value, "worlds": worlds}
+        return actions, {"probability": probability, "searched value": value, "worlds": worlds}
 
     @torch.inference_mode()
     def search(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ import torch
 from fastapi.testclient import TestClient
 from torch import nn
 
-from lostcities_cfr.agents import HeuristicAgent, NetworkAgent
+from lostcities_cfr.agents import HeuristicAgent, NetworkAgent, agent_from_spec
 from lostcities_cfr.cfr import regret_matching
 from lostcities_cfr.errors import RequestError
 from lostcities_cfr.game import GameBatch, GameState, Rules, feature_size
@@ -199,6 +199,20 @@ def test_a_cfr_agent_shows_its_probabilities_and_advantages(connect):
         assert row["advantage"] == pytest.approx(float(reasons["advantage"][0, row["action"]]))
     probabilities = [row["probability"] for row in card["top"]]
     assert probabilities == sorted(probabilities, reverse=True)  # most probable first
+
+
+def test_a_search_agent_shows_the_values_it_searched(connect):
+    # max_deck=all: the first decision is searched too; few worlds keep the test short
+    agent = agent_from_spec("search:heuristic:balanced:worlds=4:max_deck=all", seed=0)
+    client = connect(create_app(agent, CLASSIC))
+    game = new_game(client, seed=5, seat=1, rounds=1)
+    card = game["replies"][0]
+    assert card["explained"] and card["labels"] == ["probability", "searched value", "worlds"]
+    chosen = [row for row in card["top"] if row["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["probability"] == 1.0
+    # every action shown was valued in worlds, with a finite mean in points
+    assert all(row["worlds"] >= 4 and row["searched value"] is not None for row in card["top"])
+    json.dumps(game, allow_nan=False)  # NaN (actions not searched) never reaches the page
 
 
 def test_the_replay_list_names_every_game_with_its_score_difference(client, record_file):
