@@ -5,6 +5,7 @@ import dataclasses
 import random
 
 import pytest
+from hidden_cards import resample_hidden
 
 from lostcities_cfr.errors import IllegalActionError
 from lostcities_cfr.game import Rules, feature_blocks
@@ -336,21 +337,6 @@ def test_information_state_shows_the_opponents_pile_draw():
     assert f["phase"] == [1.0, 0.0]
     assert f["to_move"] == [1.0]
     assert f["discarded_color"] == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
-
-
-def resample_hidden(state: GameState, viewer: int, rng: random.Random) -> GameState:
-    """Same state for ``viewer``: the opponent's unknown cards and the deck reshuffled together."""
-    other = state.clone()
-    opp = 1 - viewer
-    known = [t for t in range(state.rules.n_types) for _ in range(state.known[opp][t])]
-    hidden = list(state.hands[opp])
-    for t in known:
-        hidden.remove(t)
-    pool = hidden + state.deck
-    rng.shuffle(pool)
-    other.hands[opp] = sorted(known + pool[: len(hidden)])
-    other.deck = pool[len(hidden) :]
-    return other
 
 
 @pytest.mark.parametrize("rules", [CLASSIC, Rules.tiny()], ids=["classic", "tiny"])

@@ -1,5 +1,4 @@
-"""Positions for the search tests: states reached by random play, and the same states with
-what the player to move cannot see dealt again."""
+"""Positions for the search tests: states reached by random play."""
 
 import random
 
@@ -22,19 +21,3 @@ def random_positions(count: int, seed: int, rules: Rules = CLASSIC) -> list[Game
         if not state.is_terminal:
             positions.append(state)
     return positions
-
-
-def reshuffle_hidden(state: GameState, rng: random.Random) -> GameState:
-    """``state`` with the opponent's hidden hand cards and the deck shuffled together and
-    dealt again: a state the player to move cannot tell from ``state``."""
-    other = state.clone()
-    them = 1 - other.current_player
-    hidden = list(other.hands[them])
-    known = [t for t, n in enumerate(other.known[them]) for _ in range(n)]
-    for t in known:
-        hidden.remove(t)
-    pool = hidden + other.deck
-    rng.shuffle(pool)
-    other.hands[them] = sorted(known + pool[: len(hidden)])
-    other.deck = pool[len(hidden) :]
-    return other

@@ -5,7 +5,8 @@ import random
 
 import pytest
 import torch
-from search_positions import CLASSIC, random_positions, reshuffle_hidden
+from hidden_cards import resample_hidden
+from search_positions import CLASSIC, random_positions
 from torch import nn
 
 from lostcities_cfr.agents import DiscardOnlyAgent, HeuristicAgent, RandomAgent, agent_from_spec
@@ -25,7 +26,7 @@ SPECS = (
 def test_decisions_ignore_the_opponents_hidden_hand_and_the_deck_order(spec):
     rng = random.Random(0)
     states = random_positions(6, seed=10)
-    reshuffled = [reshuffle_hidden(s, rng) for s in states]
+    reshuffled = [resample_hidden(s, s.current_player, rng) for s in states]
     assert any(a.deck != b.deck for a, b in zip(states, reshuffled, strict=True))
     seen = [
         agent_from_spec(spec, seed=3).explain(GameBatch.from_states(p))

@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 import torch
-from search_positions import CLASSIC, random_positions, reshuffle_hidden
+from hidden_cards import resample_hidden
+from search_positions import CLASSIC, random_positions
 
 from lostcities_cfr.game import GameBatch, GameState, Rules
 from lostcities_cfr.search import (
@@ -86,7 +87,7 @@ def test_worlds_hold_the_known_cards_and_only_legal_hands():
 def test_worlds_ignore_the_hidden_cards_they_replace():
     rng = random.Random(4)
     states = random_positions(10, seed=4)
-    reshuffled = [reshuffle_hidden(s, rng) for s in states]
+    reshuffled = [resample_hidden(s, s.current_player, rng) for s in states]
     assert any(a.deck != b.deck for a, b in zip(states, reshuffled, strict=True))
     keys = world_keys(GameBatch.from_states(states), WORLDS, torch.Generator().manual_seed(2))
     for b, (state, other) in enumerate(zip(states, reshuffled, strict=True)):
