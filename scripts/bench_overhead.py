@@ -10,8 +10,10 @@ the same trajectories, in one process, taking turns: first timed, then under
 ``torch.profiler``. Per step it reports
 
 - ``ops``: every ``aten::`` call (nested calls included, as the profiler lists them);
-  ``top``: the calls made from Python (a composite such as ``linear`` counted once), closer
-  to what a GPU launches;
+  ``top``: the calls made from Python (a composite such as ``linear`` counted once);
+  ``compute``: the innermost calls that compute something, which is what a GPU launches:
+  calls with no ``aten::`` call inside them, less views, allocations and conversions to
+  the dtype a tensor already has (``NO_LAUNCH``: they change metadata only);
 - ``syncs``: host synchronisations: ``aten::nonzero`` (a data-dependent shape: boolean
   indexing, ``nonzero()``), ``aten::_local_scalar_dense`` (``.item()``, ``bool()``/``int()``
   of a tensor) and the explicit reads of counts (``TraversalContext.read_counts``).
@@ -35,6 +37,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytorch_lightning as pl
 import torch
@@ -47,6 +50,39 @@ from lostcities_cfr.game import GameBatch
 from lostcities_cfr.training import DeepCFR
 
 SYNC_OPS = ("aten::nonzero", "aten::_local_scalar_dense")
+# Calls that launch no kernel where they are innermost: views, allocations, ``to`` of a
+# tensor already of that dtype and device (a conversion calls ``_to_copy`` then ``copy_``).
+NO_LAUNCH = frozenset(
+    "aten::" + name
+    for name in [
+        "alias",
+        "as_strided",
+        "as_strided_",
+        "detach",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "expand",
+        "lift_fresh",
+        "narrow",
+        "permute",
+        "_reshape_alias",
+        "reshape",
+        "resolve_conj",
+        "resolve_neg",
+        "select",
+        "slice",
+        "squeeze",
+        "t",
+        "to",
+        "transpose",
+        "unfold",
+        "unsqueeze",
+        "_unsafe_view",
+        "view",
+        "view_as",
+    ]
+)
 NETWORK = NetworkConfig(width=128, depth=3, architecture="colors")
 KERNELS = ("for-loop", "foreach", "fused")
 
@@ -84,13 +120,26 @@ def classic_strong_model(device: str, kernel: str = "auto") -> DeepCFR:
     return model
 
 
-def operator_calls(run: Callable[[], object]) -> tuple[collections.Counter, int]:
-    """``(every aten:: call by name, the calls made from Python)`` of ``run()``."""
+class Calls(NamedTuple):
+    """The operator calls of one profiled run (module docstring)."""
+
+    by_name: collections.Counter  # every aten:: call, nested ones included
+    top: int  # the calls made from Python
+    compute: int  # innermost calls that compute: what a GPU would launch
+
+
+def operator_calls(run: Callable[[], object]) -> Calls:
+    """The operator calls of ``run()``."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         run()
     events = [e for e in prof.events() if e.name.startswith("aten::")]
     top = sum(1 for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten"))
-    return collections.Counter(e.name for e in events), top
+    compute = sum(
+        1
+        for e in events
+        if e.name not in NO_LAUNCH and not any(c.name.startswith("aten::") for c in e.cpu_children)
+    )
+    return Calls(collections.Counter(e.name for e in events), top, compute)
 
 
 def synchronise(device: str) -> None:
@@ -117,7 +166,7 @@ def traversal_row(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device:
     stats = walk_once(model, sampler, walkers, device)
     synchronise(device)
     seconds = time.perf_counter() - start
-    counts, top = operator_calls(lambda: walk_once(model, sampler, walkers, device))
+    calls = operator_calls(lambda: walk_once(model, sampler, walkers, device))
     steps = stats.steps
     return {
         "walk": type(sampler).__name__,
@@ -125,9 +174,10 @@ def traversal_row(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device:
         "steps": steps,
         "nodes": stats.nodes,
         "ms_per_step": 1000 * seconds / steps,
-        "ops_per_step": sum(counts.values()) / steps,
-        "top_ops_per_step": top / steps,
-        "syncs_per_step": (sum(counts[n] for n in SYNC_OPS) + stats.host_reads) / steps,
+        "ops_per_step": sum(calls.by_name.values()) / steps,
+        "top_ops_per_step": calls.top / steps,
+        "compute_ops_per_step": calls.compute / steps,
+        "syncs_per_step": (sum(calls.by_name[n] for n in SYNC_OPS) + stats.host_reads) / steps,
         "nodes_per_s": stats.nodes / seconds,
     }
 
@@ -218,14 +268,15 @@ def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> di
         update()
     synchronise(device)
     seconds = (time.perf_counter() - start) / repeats
-    counts, top = operator_calls(update)
+    calls = operator_calls(update)
     return {
         "kernel": model.hparams.optimizer_kernel,
         "batch": batch_size,
         "ms_per_update": 1000 * seconds,
-        "ops_per_update": sum(counts.values()),
-        "top_ops_per_update": top,
-        "syncs_per_update": sum(counts[n] for n in SYNC_OPS),
+        "ops_per_update": sum(calls.by_name.values()),
+        "top_ops_per_update": calls.top,
+        "compute_ops_per_update": calls.compute,
+        "syncs_per_update": sum(calls.by_name[n] for n in SYNC_OPS),
         "rows_per_s": batch_size / seconds,
     }
 
@@ -284,21 +335,25 @@ def main() -> None:
     print(f"traversal steps, ESCHER on classic rules ({args.device}, {args.threads} thread(s))")
     print(
         f"{'walk':<16} {'walkers':>8} {'steps':>6} {'ms/step':>9} {'ops/step':>9} "
-        f"{'top/step':>9} {'syncs/step':>11} {'nodes/s':>10}"
+        f"{'top/step':>9} {'compute':>8} {'syncs/step':>11} {'nodes/s':>10}"
     )
     for r in traversal:
         print(
             f"{r['walk']:<16} {r['walkers']:>8} {r['steps']:>6} {r['ms_per_step']:>9.2f} "
             f"{r['ops_per_step']:>9.0f} {r['top_ops_per_step']:>9.0f} "
+            f"{r['compute_ops_per_step']:>8.0f} "
             f"{r['syncs_per_step']:>11.2f} {r['nodes_per_s']:>10,.0f}"
         )
     print("\nupdates of one advantage network")
-    print(f"{'kernel':<9} {'batch':>8} {'ms':>9} {'ops':>6} {'top':>6} {'syncs':>6} {'rows/s':>12}")
+    print(
+        f"{'kernel':<9} {'batch':>8} {'ms':>9} {'ops':>6} {'top':>6} {'compute':>8} "
+        f"{'syncs':>6} {'rows/s':>12}"
+    )
     for r in updates:
         print(
             f"{r['kernel']:<9} {r['batch']:>8} {r['ms_per_update']:>9.2f} "
             f"{r['ops_per_update']:>6} {r['top_ops_per_update']:>6} "
-            f"{r['syncs_per_update']:>6} {r['rows_per_s']:>12,.0f}"
+            f"{r['compute_ops_per_update']:>8} {r['syncs_per_update']:>6} {r['rows_per_s']:>12,.0f}"
         )
     if args.breakdown:
         print(f"\noperator calls per step by function ({min(args.walkers)} walkers)")
