@@ -140,6 +140,7 @@ def train_best_response(
     learning_rate: float = 1e-3,
     entropy_coef: float = 0.01,
     clone_iterations: int = 0,
+    teacher: Agent | None = None,
     greedy: bool = True,
     check_every: int = 10,
     check_games: int = 200,
@@ -160,6 +161,9 @@ def train_best_response(
         clone_iterations: the first this many iterations clone the agent's moves in its
             games against itself (:meth:`PPO.play_against`): the learner starts as a copy
             of the agent, at about 0 points, and PPO then looks for its weaknesses.
+        teacher: clone this agent's moves instead (in its games against itself); a strong
+            agent starts the learner at what that agent wins against ``agent``, where PPO
+            from a copy of ``agent`` may find nothing (``docs/exploitability.md``).
         greedy: the learner plays its most probable action in checks and measurement (a
             best response is deterministic; sampling only costs it).
         check_every: play ``check_games`` held-out games every this many iterations (and
@@ -170,8 +174,8 @@ def train_best_response(
         progress: called with every curve point.
 
     Raises:
-        ConfigError: no budget, a seed out of range, or the agent plays other rules (names
-            both).
+        ConfigError: no budget, a seed out of range, or the agent or the teacher plays other
+            rules (names both).
     """
     if minutes is None and iterations is None:
         raise ConfigError("a best response needs a budget: minutes or iterations")
@@ -192,7 +196,7 @@ def train_best_response(
             entropy_coef=entropy_coef,
             seed=seed,
         )
-    model.play_against(agent, clone_iterations)
+    model.play_against(agent, clone_iterations, teacher)
     result = BestResponse(model, agent_name(agent), rules, seed, greedy, [])
     recorder = _CurveRecorder(result, agent, check_every, check_games, progress)
     trainer = pl.Trainer(

@@ -225,23 +225,32 @@ class PPO(pl.LightningModule):
         """Whether this iteration is behaviour cloning rather than PPO."""
         return self.iteration <= self.hparams.bc_iterations
 
-    def play_against(self, agent: Agent, clone_iterations: int = 0) -> None:
+    def play_against(
+        self, agent: Agent, clone_iterations: int = 0, teacher: Agent | None = None
+    ) -> None:
         """Play every later rollout against ``agent`` only (the ``opponent`` of an agent in
         memory, such as a policy being trained elsewhere).
 
         Args:
             agent: the fixed opponent.
-            clone_iterations: the first this many iterations clone ``agent``'s moves instead
-                (it becomes the ``bc_teacher`` and this the ``bc_iterations``), so that the
-                learner starts as a copy of what it answers.
+            clone_iterations: the first this many iterations clone ``teacher``'s moves
+                instead (it becomes the ``bc_teacher`` and this the ``bc_iterations``).
+            teacher: whose moves to clone; by default ``agent``'s, so that the learner starts
+                as a copy of what it answers. A stronger agent is a better start where PPO
+                alone would not leave the copy's neighbourhood.
 
         Raises:
-            ConfigError: the agent plays other rules (names both).
+            ConfigError: the agent or the teacher plays other rules (names both).
         """
         check_agent_rules(agent, self.rules)
         self.opponent = agent
         if clone_iterations:
-            self.teacher = agent
+            teacher = agent if teacher is None else teacher
+            try:
+                check_agent_rules(teacher, self.rules)
+            except ConfigError as error:
+                raise ConfigError(f"teacher: {error}") from None
+            self.teacher = teacher
             self.hparams.bc_iterations = clone_iterations
 
     def agent(

@@ -102,6 +102,24 @@ def test_cloning_first_copies_the_agent_it_answers():
     assert model.teacher is not model.opponent
 
 
+def test_a_teacher_of_its_own_is_cloned_instead_of_the_agent():
+    """``teacher``: the learner copies another agent's moves first (here a heuristic that
+    opens no expedition on tiny rules, against uniform play), then answers the agent."""
+    agent, teacher = agent_from_spec("random", seed=1), agent_from_spec("heuristic", seed=2)
+    learned = train_best_response(
+        agent, TINY, iterations=2, clone_iterations=2, teacher=teacher, check_every=0, **SMALL
+    )
+    assert learned.model.teacher is teacher and learned.model.opponent is agent
+    assert (
+        train_best_response(agent, TINY, iterations=1, clone_iterations=1, **SMALL).model.teacher
+        is agent
+    )
+    with pytest.raises(ConfigError, match="teacher: agent 'best' plays classic rules"):
+        train_best_response(
+            agent, TINY, iterations=1, clone_iterations=1, teacher=agent_from_spec("best")
+        )
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
