@@ -245,12 +245,12 @@ class PPO(pl.LightningModule):
         check_agent_rules(agent, self.rules)
         self.opponent = agent
         if clone_iterations:
-            teacher = agent if teacher is None else teacher
-            try:
-                check_agent_rules(teacher, self.rules)
-            except ConfigError as error:
-                raise ConfigError(f"teacher: {error}") from None
-            self.teacher = teacher
+            if teacher is not None:  # the agent's rules are checked above
+                try:
+                    check_agent_rules(teacher, self.rules)
+                except ConfigError as error:
+                    raise ConfigError(f"teacher: {error}") from None
+            self.teacher = agent if teacher is None else teacher
             self.hparams.bc_iterations = clone_iterations
 
     def agent(
