@@ -16,7 +16,8 @@ the same trajectories, in one process, taking turns: first timed, then under
   the dtype a tensor already has (``NO_LAUNCH``: they change metadata only);
 - ``syncs``: host synchronisations: ``aten::nonzero`` (a data-dependent shape: boolean
   indexing, ``nonzero()``), ``aten::_local_scalar_dense`` (``.item()``, ``bool()``/``int()``
-  of a tensor) and the explicit reads of counts (``TraversalContext.read_counts``).
+  of a tensor), the explicit reads of counts (``TraversalContext.read_counts``) and, on a
+  GPU, every ``torch.cuda.synchronize()`` (no ``aten::`` call: counted by wrapping it).
 
 Then one network's update (a batch from its reservoir, forward, loss, backward, clip,
 Adam's step) at batch sizes 512 to 32,768 with each of Adam's kernels (``for-loop``,
@@ -126,12 +127,24 @@ class Calls(NamedTuple):
     by_name: collections.Counter  # every aten:: call, nested ones included
     top: int  # the calls made from Python
     compute: int  # innermost calls that compute: what a GPU would launch
+    device_syncs: int  # explicit torch.cuda.synchronize() calls
 
 
 def operator_calls(run: Callable[[], object]) -> Calls:
     """The operator calls of ``run()``."""
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        run()
+    synchronize, device_syncs = torch.cuda.synchronize, 0
+
+    def counted(*args: object, **kwargs: object) -> None:
+        nonlocal device_syncs
+        device_syncs += 1
+        synchronize(*args, **kwargs)
+
+    torch.cuda.synchronize = counted  # an explicit wait is no aten:: call
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            run()
+    finally:
+        torch.cuda.synchronize = synchronize
     events = [e for e in prof.events() if e.name.startswith("aten::")]
     top = sum(1 for e in events if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten"))
     compute = sum(
@@ -139,7 +152,7 @@ def operator_calls(run: Callable[[], object]) -> Calls:
         for e in events
         if e.name not in NO_LAUNCH and not any(c.name.startswith("aten::") for c in e.cpu_children)
     )
-    return Calls(collections.Counter(e.name for e in events), top, compute)
+    return Calls(collections.Counter(e.name for e in events), top, compute, device_syncs)
 
 
 def synchronise(device: str) -> None:
@@ -177,7 +190,10 @@ def traversal_row(model: DeepCFR, sampler: ESCHERSampling, walkers: int, device:
         "ops_per_step": sum(calls.by_name.values()) / steps,
         "top_ops_per_step": calls.top / steps,
         "compute_ops_per_step": calls.compute / steps,
-        "syncs_per_step": (sum(calls.by_name[n] for n in SYNC_OPS) + stats.host_reads) / steps,
+        "syncs_per_step": (
+            sum(calls.by_name[n] for n in SYNC_OPS) + stats.host_reads + calls.device_syncs
+        )
+        / steps,
         "nodes_per_s": stats.nodes / seconds,
     }
 
@@ -276,7 +292,7 @@ def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> di
         "ops_per_update": sum(calls.by_name.values()),
         "top_ops_per_update": calls.top,
         "compute_ops_per_update": calls.compute,
-        "syncs_per_update": sum(calls.by_name[n] for n in SYNC_OPS),
+        "syncs_per_update": sum(calls.by_name[n] for n in SYNC_OPS) + calls.device_syncs,
         "rows_per_s": batch_size / seconds,
     }
 

@@ -138,20 +138,18 @@ def encode_batch(batch: GameBatch, player: torch.Tensor | None = None) -> torch.
     torch.logical_not(discarded, out=block("discarded_color").view(torch.bool))
 
     out = feat.to(torch.float32)
-    ranks, cards_after_deal, twice_dealt, dealt = tables.divisors  # [1] each (packed.Tables)
-    out[blocks["pile_sequence"]] /= ranks
-    deck_fraction = out[blocks["deck_fraction"]][0]
-    # (deck_pos - N) / -(N - 2H): the float32 quotient of cards left by cards after the deal
-    torch.sub(batch._deck_pos, rules.deck_size, out=deck_fraction)
-    deck_fraction /= cards_after_deal
-    # turn / (2 D) and pile draws / D, with D = N - 2H the cards dealt to the deck: a round
-    # without pile draws ends with both near 1 and 0. Pile draws = completed turns (a draw
-    # each) - deck draws so far; both let a network tell a pile-trading loop from a round.
-    turn = out[blocks["turn"]][0]
-    torch.div(batch._turn, twice_dealt, out=turn)
-    pile_draws = out[blocks["pile_draws"]][0]
-    torch.sub(batch._turn >> 1, batch._deck_pos - 2 * rules.hand_size, out=pile_draws)
-    pile_draws /= dealt
+    out[blocks["pile_sequence"]] /= tables.rank_divisor
+    # deck_fraction: (deck_pos - N) / -(N - 2H), the cards left over the cards after the
+    # deal; turn / (2 D) and pile draws / D, with D = N - 2H the cards dealt to the deck: a
+    # round without pile draws ends with both near 1 and 0. Pile draws = completed turns (a
+    # draw each) - deck draws so far; both let a network tell a pile-trading loop from a
+    # round. Three adjacent blocks, divided at once (int32 counts, exact in float32).
+    deck_pos, turn = batch._deck_pos, batch._turn  # [B] int32 each
+    counts = torch.stack(
+        [deck_pos - rules.deck_size, turn, (turn >> 1) - (deck_pos - 2 * rules.hand_size)]
+    )  # [3, B]
+    counted = slice(blocks["deck_fraction"].start, blocks["pile_draws"].stop)
+    torch.div(counts, tables.count_divisors, out=out[counted])
     return out.t()
 
 

@@ -50,11 +50,13 @@ class Tables:
     hand_bits: torch.Tensor  # KNOWN - 1: ``_hand_known & hand_bits`` is the hand
     known_shift: torch.Tensor  # log2(KNOWN): ``_hand_known >> known_shift`` the public copies
     full_deck: torch.Tensor  # [N] int8, sorted
-    # The encoding's divisors (R + 1, 2H - N, 2D, D with D = N - 2H the cards dealt to the
-    # deck), float32 [1] each on the device: on CUDA, a Python scalar divisor is applied as
-    # a multiplication by its reciprocal, off by an ulp from the CPU's division; a device
-    # tensor divisor divides exactly on both, so features are equal bit for bit.
-    divisors: tuple[torch.Tensor, ...]
+    # The encoding's divisors, float32 on the device: on CUDA, a Python scalar divisor is
+    # applied as a multiplication by its reciprocal, off by an ulp from the CPU's division;
+    # a device tensor divisor divides exactly on both, so features are equal bit for bit.
+    rank_divisor: torch.Tensor  # [1]: R + 1, of pile_sequence
+    # [3, 1]: 2H - N, 2D, D (D = N - 2H the cards dealt to the deck), of the adjacent
+    # deck_fraction, turn and pile_draws blocks
+    count_divisors: torch.Tensor
     # ``_played`` packs an expedition into one integer: the wagers in the low WAGER_BITS
     # bits, then one bit per rank index 1..R; ``played >> shift & mask`` unpacks it
     played_shift: torch.Tensor  # [R + 1, 1]
@@ -138,9 +140,10 @@ def lookup_tables(rules: Rules, device: torch.device) -> Tables:
         hand_bits=torch.tensor(KNOWN - 1, dtype=torch.int8, device=device),
         known_shift=torch.tensor(KNOWN.bit_length() - 1, dtype=torch.int8, device=device),
         full_deck=torch.tensor(rules.full_deck(), dtype=torch.int8, device=device),
-        divisors=tuple(
-            torch.tensor([float(d)], device=device)
-            for d in (R1, 2 * rules.hand_size - rules.deck_size, 2 * dealt, dealt)
+        rank_divisor=torch.tensor([float(R1)], device=device),
+        count_divisors=torch.tensor(
+            [[float(2 * rules.hand_size - rules.deck_size)], [2.0 * dealt], [float(dealt)]],
+            device=device,
         ),
         played_shift=played(shifts).view(R1, 1),
         played_mask=played([2**WAGER_BITS - 1] + [1] * (R1 - 1)).view(R1, 1),

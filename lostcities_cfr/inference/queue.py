@@ -45,6 +45,7 @@ meant for one thread.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,6 +60,7 @@ from lostcities_cfr.errors import ConfigError
 
 Head = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Backend = Literal["eager", "compiled"]
+SETTLE_EVERY = 256  # DeviceSpans folds its finished spans when it holds this many
 
 
 def raw_outputs(outputs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -121,7 +123,8 @@ class QueueStats:
         calls: forwards run (a flush runs one per network with rows, or more in chunks).
         rows: real rows run.
         padded_rows: padding rows run (zero rows added to reach a bucket size).
-        policy_network_seconds: wall time inside :meth:`InferenceQueue.flush`'s forwards.
+        policy_network_seconds: wall time inside :meth:`InferenceQueue.flush`'s forwards
+            (on a CUDA device the device's time between events around them).
     """
 
     calls: int = 0
@@ -185,7 +188,7 @@ class InferenceQueue:
         self.compile_backend = compile_backend
         self._networks: dict[str, _Network] = {}
         self.set_backend(backend)
-        self._stats = QueueStats()
+        self.reset_stats()
 
     @property
     def names(self) -> list[str]:
@@ -250,6 +253,7 @@ class InferenceQueue:
         parameter = next(network.eager.parameters(), None)
         device = parameter.device if parameter is not None else torch.device("cpu")
         dtype = parameter.dtype if parameter is not None else torch.float32
+        span = self._device_spans.open(device) if device.type == "cuda" else None
         pending, network.pending = network.pending, []
         features = _joined([f.to(device, dtype) for f, _, _ in pending])  # [n, F]
         legal = _joined([m.to(device) for _, m, _ in pending])  # [n, A]
@@ -276,16 +280,19 @@ class InferenceQueue:
             result.split([t.n_rows for _, _, t in pending]), pending, strict=True
         ):
             ticket._result = part.to(ticket.device)
-        if device.type == "cuda":
-            # Kernels run asynchronously: without waiting, the time below would
-            # be launch time only.
-            torch.cuda.synchronize(device)
+        if span is not None:
+            # Kernels run asynchronously, so wall time here would be launch time only, and
+            # waiting for them would stall the walk at every flush: CUDA events time them.
+            self._device_spans.close(span, device)
+            seconds = 0.0
+        else:
+            seconds = time.perf_counter() - start_time
         stats = self._stats
         self._stats = QueueStats(
             calls=stats.calls + len(chunks),
             rows=stats.rows + n,
             padded_rows=stats.padded_rows + sum(size for *_, size in chunks) - n,
-            policy_network_seconds=stats.policy_network_seconds + time.perf_counter() - start_time,
+            policy_network_seconds=stats.policy_network_seconds + seconds,
         )
 
     def _forward_fn(self, network: _Network) -> Head:
@@ -319,21 +326,79 @@ class InferenceQueue:
     def reset_stats(self) -> None:
         """Zero the counters."""
         self._stats = QueueStats()
+        self._device_spans = DeviceSpans()
 
     def stats(self) -> QueueStats:
         """What the queue has run since the last :meth:`reset_stats` (a snapshot; safe to
-        read from another thread, such as a progress display's)."""
-        return self._stats
+        read from another thread, such as a progress display's). Forwards on a CUDA device
+        are timed by events: reading their seconds waits for the last one to finish."""
+        stats = self._stats
+        device_seconds = self._device_spans.seconds()
+        if not device_seconds:
+            return stats
+        total = stats.policy_network_seconds + device_seconds
+        return dataclasses.replace(stats, policy_network_seconds=total)
 
     @contextmanager
     def uncounted(self) -> Iterator[None]:
         """Forwards run inside this block leave the counters as they were (a compile
         warm-up, a probe): :meth:`stats` afterwards is what it was before the block."""
-        before = self._stats
+        before, spans = self._stats, self._device_spans.copy()
         try:
             yield
         finally:
-            self._stats = before
+            self._stats, self._device_spans = before, spans
+
+
+class DeviceSpans:
+    """The seconds of CUDA work between pairs of events, read without a wait per pair.
+
+    A span's end is recorded on the device's stream after its kernels are queued; its time
+    is known once the device reaches it, so :meth:`seconds` waits for the last span only,
+    and every :data:`SETTLE_EVERY` spans the finished ones are folded into a sum (a long
+    run keeps no growing list of events). ``mark(device)`` returns an event recorded on
+    the device's current stream (:func:`cuda_mark`; a test passes its own).
+    """
+
+    def __init__(self, mark: Callable[[torch.device], torch.cuda.Event] | None = None) -> None:
+        self._mark = mark or cuda_mark
+        # (seconds of the spans already folded, the spans not yet folded), replaced whole
+        # so that a reader on another thread sees one consistent pair.
+        self._state: tuple[float, tuple[tuple[torch.cuda.Event, torch.cuda.Event], ...]] = (
+            0.0,
+            (),
+        )
+
+    def open(self, device: torch.device) -> torch.cuda.Event:
+        """Mark a span's start on ``device``."""
+        return self._mark(device)
+
+    def close(self, start: torch.cuda.Event, device: torch.device) -> None:
+        """Mark the end of the span begun by ``start``."""
+        settled, spans = self._state
+        spans += ((start, self._mark(device)),)
+        if len(spans) >= SETTLE_EVERY:
+            # Fold the finished spans, in order (a stream finishes its work in order).
+            done = 0
+            for begin, end in spans:
+                if not end.query():
+                    break
+                settled += begin.elapsed_time(end) / 1000
+                done += 1
+            spans = spans[done:]
+        self._state = settled, spans
+
+    def seconds(self) -> float:
+        """Every span's seconds; waits for the last span to finish."""
+        settled, spans = self._state
+        if spans:
+            spans[-1][1].synchronize()
+        return settled + sum(start.elapsed_time(end) for start, end in spans) / 1000
+
+    def copy(self) -> DeviceSpans:
+        twin = DeviceSpans(self._mark)
+        twin._state = self._state
+        return twin
 
 
 def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -344,3 +409,10 @@ def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:
     Linear reads as it is (BLAS takes the transpose as a flag).
     """
     return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
+
+
+def cuda_mark(device: torch.device) -> torch.cuda.Event:
+    """A timing event recorded on ``device``'s current stream."""
+    event = torch.cuda.Event(enable_timing=True)
+    event.record(torch.cuda.current_stream(device))
+    return event

@@ -5,6 +5,7 @@ from torch._dynamo.utils import counters
 
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.inference import InferenceQueue, QueueStats
+from lostcities_cfr.inference import queue as queue_module
 
 F, A = 10, 6
 
@@ -271,3 +272,58 @@ def test_inductor_compiled_backend_equals_eager():
     # About 30 s on two CPU cores the first time (generating C++ kernels); inductor
     # caches them on disk for later runs.
     check_compiled_backend_equals_eager("inductor")
+
+
+class FakeDevice:
+    """A stream on the host: it has done the work up to ``now`` (ms), in order."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.waits: list[float] = []
+
+    def event(self, at: float) -> "FakeEvent":
+        return FakeEvent(self, at)
+
+
+class FakeEvent:
+    """A timing event's interface: ``at`` is when the stream reaches it (ms)."""
+
+    def __init__(self, device: FakeDevice, at: float) -> None:
+        self.device, self.at = device, at
+
+    def query(self) -> bool:
+        return self.at <= self.device.now
+
+    def synchronize(self) -> None:
+        self.device.waits.append(self.at)
+        self.device.now = max(self.device.now, self.at)
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        assert self.query() and end.query(), "elapsed_time of an unfinished event raises"
+        return end.at - self.at
+
+
+def test_device_spans_add_event_times_and_wait_only_for_the_last(monkeypatch):
+    monkeypatch.setattr(queue_module, "SETTLE_EVERY", 4)
+    stream = FakeDevice(now=15)
+    marks = iter(stream.event(t) for t in (0, 2, 10, 13, 20, 21, 30, 34))
+    spans = queue_module.DeviceSpans(mark=lambda device: next(marks))
+    cpu = torch.device("cpu")
+    for _ in range(2):
+        spans.close(spans.open(cpu), cpu)
+    snapshot = spans.copy()
+    spans.close(spans.open(cpu), cpu)  # 3 spans: below SETTLE_EVERY, nothing folds
+    spans.close(spans.open(cpu), cpu)  # 4: the two finished ones fold, the others wait
+    settled, pending = spans._state
+    assert settled == pytest.approx(0.005) and len(pending) == 2 and stream.waits == []
+    assert spans.seconds() == pytest.approx((2 + 3 + 1 + 4) / 1000)
+    assert stream.waits == [34]  # one wait, for the last span's end
+    assert snapshot.seconds() == pytest.approx(0.005)  # a copy keeps its own spans
+
+
+def test_a_queue_on_the_host_times_forwards_by_the_clock_and_keeps_no_events():
+    queue = InferenceQueue(bucket_sizes=None)
+    queue.register("adv", RecordingNet(), masked_head)
+    queue("adv", *queries(5))
+    assert queue.stats().policy_network_seconds > 0
+    assert queue._device_spans._state == (0.0, ())

@@ -11,6 +11,7 @@ from tiny_training import fit
 from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.game import GameBatch
+from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.training import DeepCFR
 
 pytestmark = [
@@ -70,3 +71,21 @@ def test_an_iteration_trains_every_network_on_cuda(kernel):
         assert model.iteration_metrics[f"time/{kind}_train_s"] > 0
     assert all(p.is_cuda for p in model.parameters())
     assert trainer.current_epoch == 2
+
+
+def test_the_queue_times_cuda_forwards_by_events_without_waiting_for_the_device(monkeypatch):
+    queue = InferenceQueue(bucket_sizes=(64, 256))
+    queue.register("net", torch.nn.Linear(8, 4).cuda())
+
+    def refused(*args: object) -> None:
+        raise AssertionError("a flush waited for the device")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", refused)
+    features, legal = torch.rand(100, 8, device="cuda"), torch.ones(100, 4, dtype=torch.bool)
+    for _ in range(3):
+        queue("net", features, legal.cuda())
+    with queue.uncounted():
+        queue("net", features, legal.cuda())
+    stats = queue.stats()
+    assert (stats.calls, stats.rows, stats.padded_rows) == (3, 300, 3 * 156)
+    assert stats.policy_network_seconds > 0
