@@ -185,7 +185,8 @@ class PPO(pl.LightningModule):
         if bc_teacher is not None:
             try:
                 self.teacher = agent_from_spec(bc_teacher, seed=seed)
-            except AgentSpecError as error:
+                check_agent_rules(self.teacher, self.rules)  # now, not when cloning starts
+            except (AgentSpecError, ConfigError) as error:
                 raise ConfigError(f"PPO bc_teacher: {error}") from None
         elif bc_iterations and opponent is None:
             raise ConfigError(

@@ -125,9 +125,10 @@ def test_a_teacher_of_its_own_is_cloned_instead_of_the_agent():
     [
         ({"opponent": "nonsense"}, "PPO opponent: agent spec 'nonsense': unknown kind"),
         ({"opponent": "best", "rules": "tiny"}, "PPO opponent: .*'best' plays classic rules"),
+        ({"bc_teacher": "best", "rules": "tiny"}, "PPO bc_teacher: .*'best' plays classic rules"),
     ],
 )
-def test_a_fixed_opponent_it_cannot_play_is_refused_naming_it(arguments, message):
+def test_an_opponent_or_teacher_it_cannot_play_is_refused_naming_it(arguments, message):
     with pytest.raises(ConfigError, match=message):
         PPO(**arguments)
 
