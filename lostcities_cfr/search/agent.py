@@ -36,8 +36,9 @@ import torch
 
 from lostcities_cfr.agents.base import AgentRandomness
 from lostcities_cfr.game.batched import GameBatch
+from lostcities_cfr.search.belief import BeliefNet
 from lostcities_cfr.search.rollouts import Rollouts
-from lostcities_cfr.search.worlds import deal_worlds, world_keys
+from lostcities_cfr.search.worlds import belief_keys, deal_worlds, world_keys
 
 # The defaults: the budget measured strongest for search:best within the time the issue
 # allows 1000 games (docs/search.md, "Choosing the budget").
@@ -60,6 +61,9 @@ class SearchAgent:
         max_deck: search only while the deck holds at most this many cards; None: always.
         seed: seeds the worlds (the base policy's rollouts draw from its own seed).
         name: label in results.
+        belief: a :class:`~lostcities_cfr.search.belief.BeliefNet` that weighs the
+            opponent's hidden hand in the worlds (:func:`~lostcities_cfr.search.worlds.
+            belief_keys`); None deals uniform worlds.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class SearchAgent:
         max_deck: int | None = DEFAULT_MAX_DECK,
         seed: int | None = None,
         name: str = "search",
+        belief: BeliefNet | None = None,
     ) -> None:
         if worlds < 1:
             raise ValueError(f"worlds={worlds} must be >= 1")
@@ -92,8 +97,16 @@ class SearchAgent:
         self.max_deck = max_deck
         self.name = name
         self._rng = AgentRandomness(seed)
+        self.belief = belief
         rules = getattr(rollouts.policy, "rules", None)
-        if rules is not None:  # a checkpoint's base: the arena checks the rules it plays
+        if belief is not None:
+            if rules is not None and rules != belief.rules:
+                raise ValueError(
+                    f"the belief network plays {belief.rules.preset_name()} rules and the base "
+                    f"{rules.preset_name()} rules"
+                )
+            rules = belief.rules
+        if rules is not None:  # a checkpoint's base or a belief: the arena checks the rules
             self.rules = rules
 
     def act(self, batch: GameBatch) -> torch.Tensor:
@@ -172,7 +185,15 @@ class SearchAgent:
         """[G, A, W]: each alive action's value in each of ``W`` new worlds, 0 for the other
         actions, for games ``games`` with their alive actions ``alive`` [G, A]."""
         W = self.worlds
-        worlds = deal_worlds(games, world_keys(games, W, self._rng.generator(games.device)))
+        generator = self._rng.generator(games.device)
+        if self.belief is None:
+            keys = world_keys(games, W, generator)
+        else:
+            parameter = next(self.belief.parameters())
+            features = games.encode().to(parameter.device, parameter.dtype)  # [G, F]
+            log_weights = self.belief(features).to(games.device)  # [G, T]
+            keys = belief_keys(games, log_weights, W, generator)
+        worlds = deal_worlds(games, keys)
         game, action = alive.nonzero(as_tuple=True)  # [P] (game, action) pairs
         offsets = torch.arange(W, device=games.device)
         parent = (game[:, None] * W + offsets).flatten()  # [P * W] the world of each child

@@ -20,9 +20,12 @@ from lostcities_cfr.agents.base import Agent
 from lostcities_cfr.agents.specs import _number, agent_from_spec, register_agent_kind
 from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.search.agent import DEFAULT_MAX_DECK, DEFAULT_WORLDS, DEFAULT_Z, SearchAgent
+from lostcities_cfr.search.belief import load_belief
 from lostcities_cfr.search.rollouts import Rollouts
 
-SEARCH_USAGE = "search:BASE[:worlds=N][:top=K|all][:z=X][:max_deck=N|all][:depth=N|full]..."
+SEARCH_USAGE = (
+    "search:BASE[:worlds=N][:top=K|all][:z=X][:max_deck=N|all][:depth=N|full][:belief=PATH]..."
+)
 SEARCH_HELP = (
     "BASE (any spec) with a search: rollouts of BASE over sampled worlds value its move and "
     "the alternatives; plays an alternative where it beats BASE's move (docs/search.md)"
@@ -39,6 +42,8 @@ SEARCH_OPTIONS = {
     "all: always)",
     "utility": "points (score difference, default) or wins (+1, 0, -1; full rollouts only)",
     "chunk": "rollouts played in one lockstep batch (default 1024)",
+    "belief": "PATH of a learned belief over the opponent's hand that weighs the worlds "
+    "(scripts/train_belief.py makes one; default: uniform worlds)",
 }
 # candidates where the base offers its probabilities (SearchAgent's own default is every
 # legal action, which any base allows)
@@ -82,10 +87,11 @@ def search_agent(args: list[str], options: dict[str, str], seed: int | None) -> 
         raise AgentSpecError(f"utility={utility!r}; expected points or wins")
     max_deck_text = own.get("max_deck", str(DEFAULT_MAX_DECK))
     max_deck = None if max_deck_text == "all" else _positive(max_deck_text, "max_deck", 0)
+    belief = load_belief(own["belief"]) if "belief" in own else None
     try:
         rollout_seed = None if seed is None else seed + 2 * _BASE_SEED_OFFSET
         rollouts = Rollouts(base, value, depth, chunk, utility == "wins", rollout_seed)
-        return SearchAgent(rollouts, worlds, top, margin, z, max_deck, seed)
+        return SearchAgent(rollouts, worlds, top, margin, z, max_deck, seed, belief=belief)
     except ValueError as error:
         raise AgentSpecError(str(error)) from None
 

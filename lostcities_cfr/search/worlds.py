@@ -7,8 +7,8 @@ not seen (the ``unseen`` block of its features: copies of each type minus its ha
 expeditions, the piles and the opponent's known cards) are dealt at random, first the
 opponent's hidden hand cards, then the deck in draw order. Each unseen card's place is
 uniform given what the player saw, as in perfect-information Monte Carlo (Ginsberg's GIB for
-Bridge; Buro et al. for Skat): the sampler does not weigh worlds by how likely the
-opponent's past moves made them.
+Bridge; Buro et al. for Skat), unless a learned belief weighs the opponent's hand
+(:func:`belief_keys`, :mod:`~lostcities_cfr.search.belief`).
 
 Both samplers draw one uniform key per unseen card (listed by type id, ascending) and deal the
 cards in the order of their keys, so the same keys deal the same world:
@@ -92,6 +92,45 @@ def world_keys(batch: GameBatch, worlds: int, generator: torch.Generator) -> tor
     return torch.rand(shape, generator=generator, device=batch.device)
 
 
+def unseen_types(unseen: torch.Tensor, N: int) -> torch.Tensor:
+    """[B, N] int64: the type of each game's ``j``-th unseen card, in type order (``T`` past
+    its last), from the unseen copies ``unseen`` [B, T]: how many cumulative counts lie at or
+    below ``j``."""
+    slots = torch.arange(N, device=unseen.device).expand(len(unseen), N).contiguous()
+    return torch.searchsorted(unseen.cumsum(1), slots, right=True)
+
+
+def belief_keys(
+    batch: GameBatch, log_weights: torch.Tensor, worlds: int, generator: torch.Generator
+) -> torch.Tensor:
+    """[B, W, N] keys for :func:`deal_worlds` that deal the opponent's hidden hand by weighted
+    sampling without replacement, card type ``t`` of weight ``exp(log_weights[b, t])``
+    ([B, T]; :mod:`~lostcities_cfr.search.belief`), and the deck's order uniformly among
+    the cards left.
+
+    An exponential race (Efraimidis and Spirakis, "Weighted random sampling with a
+    reservoir", 2006): each unseen card draws ``E ~ Exp(1)``, and the ``hidden`` cards of
+    least ``E / w`` are the hand. The keys put those cards first (keys in [0, 0.5)) and the
+    others after ([0.5, 1)), each group in the order of a second uniform key, so the
+    dealers deal them as they are. Equal weights deal as :func:`world_keys` does, in
+    distribution.
+    """
+    rules = batch.rules
+    B, N, T = batch.batch_size, rules.deck_size, rules.n_types
+    unseen = unseen_counts(batch)  # [B, T]
+    n_unseen = unseen.sum(1)  # [B]
+    hidden = n_unseen - batch.deck_count  # [B]
+    cards = unseen_types(unseen, N)  # [B, N]
+    absent = torch.arange(N, device=batch.device) >= n_unseen[:, None]  # [B, N]
+    log_w = log_weights.float().gather(1, cards.clamp(max=T - 1))  # [B, N] each card's
+    race, order = torch.rand(2, B, worlds, N, generator=generator, device=batch.device)
+    arrival = -torch.log1p(-race) * torch.exp(-log_w)[:, None, :]  # [B, W, N] E / w
+    arrival = arrival.masked_fill(absent[:, None, :], torch.inf)
+    place = arrival.argsort(dim=2).argsort(dim=2)  # [B, W, N] each card's place in the race
+    in_hand = place < hidden[:, None, None]
+    return torch.where(in_hand, 0.5 * order, 0.5 + 0.5 * order)
+
+
 def deal_worlds(batch: GameBatch, keys: torch.Tensor) -> GameBatch:
     """``W`` worlds of every game of ``batch``: world ``w`` of game ``b`` is row ``b * W + w``.
 
@@ -105,9 +144,8 @@ def deal_worlds(batch: GameBatch, keys: torch.Tensor) -> GameBatch:
     unseen = unseen_counts(batch)  # [B, T]
     n_unseen = unseen.sum(1)  # [B]
     hidden = n_unseen - batch.deck_count  # [B] the opponent's cards not known from piles
-    # the j-th unseen card's type: how many cumulative counts lie at or below j
     slots = torch.arange(N, device=device)
-    cards = torch.searchsorted(unseen.cumsum(1), slots.expand(B, N).contiguous(), right=True)
+    cards = unseen_types(unseen, N)  # [B, N]
     # keys of absent cards sort last; a stable sort keeps ties in type order
     absent = slots >= n_unseen[:, None]  # [B, N]
     order = keys.masked_fill(absent[:, None, :], 2.0).argsort(dim=2, stable=True)  # [B, W, N]

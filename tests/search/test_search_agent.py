@@ -2,6 +2,7 @@
 what it searched, and its spec kind builds what it names."""
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,15 +16,27 @@ from lostcities_cfr.game import GameBatch, GameState
 from lostcities_cfr.play import main as play_main
 from lostcities_cfr.search import Rollouts, SearchAgent, StateValue
 from lostcities_cfr.search.agent import _better_half
+from lostcities_cfr.search.belief import BeliefNet, save_belief
 
 SPECS = (
     "search:heuristic:balanced:worlds=2:z=0:max_deck=all",
     "search:best:worlds=2:depth=4:top=3:max_deck=all",
+    "search:best:worlds=2:depth=4:top=3:max_deck=all:belief={belief}",
 )
 
 
+@pytest.fixture(scope="module")
+def belief_file(tmp_path_factory) -> Path:
+    """An untrained belief network (the property holds for any weights), saved."""
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("belief") / "belief.pt"
+    save_belief(BeliefNet(CLASSIC, width=16, depth=1), path)
+    return path
+
+
 @pytest.mark.parametrize("spec", SPECS)
-def test_decisions_ignore_the_opponents_hidden_hand_and_the_deck_order(spec):
+def test_decisions_ignore_the_opponents_hidden_hand_and_the_deck_order(spec, belief_file):
+    spec = spec.format(belief=belief_file)
     rng = random.Random(0)
     states = random_positions(6, seed=10)
     reshuffled = [resample_hidden(s, s.current_player, rng) for s in states]
