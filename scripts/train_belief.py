@@ -8,7 +8,7 @@ the validation cross-entropy of uniform worlds and of the trained belief, in nat
 card, and the share of the opponent's hidden cards that a world deals it, uniform worlds
 against the belief's, on positions of other games of ``best`` against itself.
 
-    python scripts/train_belief.py --out lostcities_cfr/pretrained/belief.pt   # 5 min
+    python scripts/train_belief.py --out runs/belief/belief.pt   # 5 min
 """
 
 from __future__ import annotations

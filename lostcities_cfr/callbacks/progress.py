@@ -102,7 +102,7 @@ class IterationProgressBar(TQDMProgressBar, TraversalCallback):
         while not self._traversal_done.wait(self.traversal_refresh_s):
             seconds = time.perf_counter() - start
             self.train_progress_bar.set_postfix_str(
-                f"traversal {seconds:.0f}s, {_si(queue.stats().rows)} rows", refresh=True
+                f"traversal {seconds:.0f}s, {_si(queue.stats(wait=False).rows)} rows", refresh=True
             )
 
     def on_traversal_end(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:

@@ -328,12 +328,13 @@ class InferenceQueue:
         self._stats = QueueStats()
         self._device_spans = DeviceSpans()
 
-    def stats(self) -> QueueStats:
+    def stats(self, wait: bool = True) -> QueueStats:
         """What the queue has run since the last :meth:`reset_stats` (a snapshot; safe to
         read from another thread, such as a progress display's). Forwards on a CUDA device
-        are timed by events: reading their seconds waits for the last one to finish."""
+        are timed by events: reading their seconds waits for the device to run them, or,
+        with ``wait=False`` (a display that reads the counts), counts only those it has."""
         stats = self._stats
-        device_seconds = self._device_spans.seconds()
+        device_seconds = self._device_spans.seconds(wait)
         if not device_seconds:
             return stats
         total = stats.policy_network_seconds + device_seconds
@@ -354,9 +355,9 @@ class DeviceSpans:
     """The seconds of CUDA work between pairs of events, read without a wait per pair.
 
     A span's end is recorded on the device's stream after its kernels are queued; its time
-    is known once the device reaches it, so :meth:`seconds` waits for the last span only,
-    and every :data:`SETTLE_EVERY` spans the finished ones are folded into a sum (a long
-    run keeps no growing list of events). ``mark(device)`` returns an event recorded on
+    is known once the device reaches it, so only :meth:`seconds` waits, and every
+    :data:`SETTLE_EVERY` spans the finished ones are folded into a sum (a long run keeps no
+    growing list of events). ``mark(device)`` returns an event recorded on
     the device's current stream (:func:`cuda_mark`; a test passes its own).
     """
 
@@ -388,12 +389,18 @@ class DeviceSpans:
             spans = spans[done:]
         self._state = settled, spans
 
-    def seconds(self) -> float:
-        """Every span's seconds; waits for the last span to finish."""
+    def seconds(self, wait: bool = True) -> float:
+        """Every span's seconds, waiting for each to finish; with ``wait=False`` only those
+        finished already (the first unfinished span and those after it are left out)."""
         settled, spans = self._state
-        if spans:
-            spans[-1][1].synchronize()
-        return settled + sum(start.elapsed_time(end) for start, end in spans) / 1000
+        total = 0.0
+        for start, end in spans:
+            if wait:
+                end.synchronize()  # spans may lie on several streams or devices
+            elif not end.query():
+                break
+            total += start.elapsed_time(end)
+        return settled + total / 1000
 
     def copy(self) -> DeviceSpans:
         twin = DeviceSpans(self._mark)

@@ -1,10 +1,11 @@
 """A learned belief over the opponent's hidden hand, for dealing the search's worlds.
 
 Uniform worlds (:mod:`~lostcities_cfr.search.worlds`) hold every unseen card equally likely
-to be in the opponent's hand. Its play says more: an opponent that has opened blue but not
-played on it for a while is unlikely to hold the next blue card. The belief network reads
-the player's own features (its information state: nothing hidden) and gives each card type
-a log-weight ``l_t``; the worlds then deal the opponent's hidden hand by weighted sampling
+to be in the opponent's hand. What the table shows says more: an opponent that has not
+started green late in the round holds few green cards, and one whose expedition stops at a
+card still unseen may be keeping the next. The belief network reads the player's own
+features (its information state: nothing hidden, and no history, which the engine does not
+keep) and gives each card type a log-weight ``l_t``; the worlds then deal the opponent's hidden hand by weighted sampling
 without replacement (:func:`~lostcities_cfr.search.worlds.belief_keys`) and the deck's order
 uniformly among the cards left. It is learned by supervised learning on positions of played
 games, where the hidden hand is known, as Solinas, Rebstock and Buro learned the hands of
@@ -15,7 +16,10 @@ Supervised Learning in Trick-Based Card Games", AAAI 2019).
 copies (``k`` in all), the log-weights define the chance that one hidden card is of type
 ``t``, ``q_t = u_t e^{l_t} / sum_s u_s e^{l_s}``, and the loss is the cross-entropy
 ``-sum_t (h_t / k) log q_t``. Zero log-weights give ``q_t = u_t / sum_s u_s``: the uniform
-worlds, whose loss is the baseline every trained belief is measured against.
+worlds, whose loss is the baseline every trained belief is measured against. The loss fits
+the share of one hidden card; dealing ``k`` cards without replacement by these weights gives
+a hand a little flatter than those shares (a reason sharper weights were tried,
+``docs/search.md``).
 
 ``scripts/train_belief.py`` collects the positions, trains and saves the network, and
 ``search:BASE:belief=PATH`` searches with it. Measured (``docs/search.md``): a belief of the
@@ -71,9 +75,8 @@ def hand_share_loss(
     logits = (log_weights + unseen.clamp(min=1).log()).masked_fill(~possible, -torch.inf)
     log_q = torch.log_softmax(logits, dim=1).masked_fill(~possible, 0.0)  # [n, T]
     k = hidden.sum(1, keepdim=True).float()  # [n, 1]
-    cross_entropy = -(hidden.float() / k.clamp(min=1) * log_q).sum(1)  # [n]
-    has_hidden = k[:, 0] > 0
-    return cross_entropy[has_hidden].mean()
+    cross_entropy = -(hidden.float() / k.clamp(min=1) * log_q).sum(1)  # [n], 0 where k = 0
+    return cross_entropy.sum() / (k > 0).sum().clamp(min=1)
 
 
 class Positions(NamedTuple):
@@ -127,8 +130,9 @@ def train_belief(
     seed: int = 0,
 ) -> list[float]:
     """Adam on :func:`hand_share_loss`, the learning rate halved every epoch; keeps the
-    weights of the epoch with the lowest validation loss. Returns the validation loss before
-    training (the uniform worlds' when the last layer starts at zero) and after each epoch."""
+    weights with the lowest validation loss, those before training included (a NaN loss is
+    never the lowest). Returns the validation loss before training (the uniform worlds' when
+    the last layer starts at zero) and after each epoch."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     rules = net.rules
@@ -139,7 +143,7 @@ def train_belief(
             return hand_share_loss(net(features), features, validation.hidden, rules).item()
 
     losses = [validation_loss()]
-    best = {k: v.clone() for k, v in net.state_dict().items()}
+    best, lowest = {k: v.clone() for k, v in net.state_dict().items()}, losses[0]
     for epoch in range(epochs):
         for group in optimizer.param_groups:
             group["lr"] = lr * 0.5**epoch
@@ -151,9 +155,10 @@ def train_belief(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        losses.append(validation_loss())
-        if losses[-1] <= min(losses[1:]):
-            best = {k: v.clone() for k, v in net.state_dict().items()}
+        loss = validation_loss()
+        losses.append(loss)
+        if loss == loss and not loss >= lowest:  # lower, or the first not NaN; NaN never
+            best, lowest = {k: v.clone() for k, v in net.state_dict().items()}, loss
     net.load_state_dict(best)
     return losses
 

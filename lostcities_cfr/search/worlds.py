@@ -124,7 +124,8 @@ def belief_keys(
     absent = torch.arange(N, device=batch.device) >= n_unseen[:, None]  # [B, N]
     log_w = log_weights.float().gather(1, cards.clamp(max=T - 1))  # [B, N] each card's
     race, order = torch.rand(2, B, worlds, N, generator=generator, device=batch.device)
-    arrival = -torch.log1p(-race) * torch.exp(-log_w)[:, None, :]  # [B, W, N] E / w
+    # log(E / w), in logs so that no weight overflows float32
+    arrival = torch.log(-torch.log1p(-race)) - log_w[:, None, :]  # [B, W, N]
     arrival = arrival.masked_fill(absent[:, None, :], torch.inf)
     place = arrival.argsort(dim=2).argsort(dim=2)  # [B, W, N] each card's place in the race
     in_hand = place < hidden[:, None, None]

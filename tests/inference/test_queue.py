@@ -303,7 +303,7 @@ class FakeEvent:
         return end.at - self.at
 
 
-def test_device_spans_add_event_times_and_wait_only_for_the_last(monkeypatch):
+def test_device_spans_add_event_times_and_wait_only_when_read(monkeypatch):
     monkeypatch.setattr(queue_module, "SETTLE_EVERY", 4)
     stream = FakeDevice(now=15)
     marks = iter(stream.event(t) for t in (0, 2, 10, 13, 20, 21, 30, 34))
@@ -316,8 +316,10 @@ def test_device_spans_add_event_times_and_wait_only_for_the_last(monkeypatch):
     spans.close(spans.open(cpu), cpu)  # 4: the two finished ones fold, the others wait
     settled, pending = spans._state
     assert settled == pytest.approx(0.005) and len(pending) == 2 and stream.waits == []
+    assert spans.seconds(wait=False) == pytest.approx(0.005)  # the finished spans only
+    assert stream.waits == []
     assert spans.seconds() == pytest.approx((2 + 3 + 1 + 4) / 1000)
-    assert stream.waits == [34]  # one wait, for the last span's end
+    assert stream.waits == [21, 34]  # each pending span's end
     assert snapshot.seconds() == pytest.approx(0.005)  # a copy keeps its own spans
 
 

@@ -118,3 +118,38 @@ def test_a_belief_for_other_rules_than_the_bases_is_refused():
     with pytest.raises(ValueError, match="belief network plays classic rules and the base tiny"):
         SearchAgent(Rollouts(base), belief=BeliefNet(CLASSIC))
     assert SearchAgent(Rollouts(RandomAgent(seed=0)), belief=BeliefNet(CLASSIC)).rules == CLASSIC
+
+
+def test_positions_without_hidden_cards_cost_nothing_and_a_worse_epoch_is_not_kept():
+    features = GameBatch.new(CLASSIC, 3, seed=0).encode().contiguous()
+    no_hidden = torch.zeros(3, T, dtype=torch.int8)
+    assert hand_share_loss(torch.randn(3, T), features, no_hidden, CLASSIC).item() == 0.0
+    positions = collect_positions(
+        CLASSIC, [(agent_from_spec("heuristic:balanced"), agent_from_spec("random"))], 20, 0
+    )
+    torch.manual_seed(0)
+    net = BeliefNet(CLASSIC, width=8, depth=1)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    losses = train_belief(net, positions, positions, epochs=1, lr=1e3)  # a step that ruins it
+    assert losses[1] > losses[0]
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+
+
+def test_extreme_weights_still_follow_the_race():
+    # exp(200) overflows float32: the race runs in logs, so the heavy card is always dealt and
+    # the rest of the hand stays uniform among the other cards (no ties broken by type order)
+    state = random_positions(1, seed=6)[0]
+    unseen = torch.tensor([unseen_cards(state).count(t) for t in range(T)])
+    heavy = int((unseen == 1).nonzero()[0, 0])
+    log_weights = torch.full((T,), -200.0)
+    log_weights[heavy] = 200.0
+    n_worlds = 4000
+    held = held_share(state, log_weights, n_worlds, seed=5)
+    them = 1 - state.current_player
+    hidden = len(state.hands[them]) - sum(state.known[them])
+    others = unseen.clone()
+    others[heavy] = 0
+    expected = others * (hidden - 1) / (len(unseen_cards(state)) - 1)
+    spread = (expected * (1 - expected / others.clamp(min=1)) / n_worlds).sqrt()
+    assert held[heavy] == 1.0
+    assert ((held - expected).abs() <= 5 * spread + 1e-6)[others > 0].all()
