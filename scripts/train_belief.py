@@ -30,6 +30,7 @@ from lostcities_cfr.search.belief import (
     save_belief,
     train_belief,
 )
+from lostcities_cfr.search.worlds import opponent_hidden
 
 PAIRINGS = [
     ("best", "best"),
@@ -55,9 +56,7 @@ def hidden_cards_dealt_right(
         live = ~batch.done & (batch.deck_count <= max_deck)
         if step % 7 == 0 and live.any():
             position = batch.select(live.nonzero().squeeze(1))
-            them = 1 - position.current_player  # [P]
-            rows_ = torch.arange(position.batch_size)
-            truth = (position.hands - position.known)[rows_, them]  # [P, T]
+            truth = opponent_hidden(position)  # [P, T]
             total += int(truth.sum())
             generator = torch.Generator().manual_seed(seed + step)
             with torch.no_grad():
@@ -66,10 +65,7 @@ def hidden_cards_dealt_right(
                 ("uniform", world_keys(position, worlds, generator)),
                 ("belief", belief_keys(position, log_weights, worlds, generator)),
             ):
-                dealt = deal_worlds(position, keys)
-                held = (dealt.hands - dealt.known)[
-                    torch.arange(dealt.batch_size), 1 - dealt.current_player
-                ]
+                held = opponent_hidden(deal_worlds(position, keys))
                 held = held.view(position.batch_size, worlds, -1)  # [P, W, T]
                 right[name] += torch.minimum(held, truth[:, None]).sum().item() / worlds
         return seats[(step >> 1) & 1].act(batch)

@@ -378,34 +378,38 @@ class DeviceSpans:
         """Mark the end of the span begun by ``start``."""
         settled, spans = self._state
         spans += ((start, self._mark(device)),)
-        if len(spans) >= SETTLE_EVERY:
-            # Fold the finished spans, in order (a stream finishes its work in order).
-            done = 0
-            for begin, end in spans:
-                if not end.query():
-                    break
-                settled += begin.elapsed_time(end) / 1000
-                done += 1
-            spans = spans[done:]
+        if len(spans) >= SETTLE_EVERY:  # fold the finished ones
+            seconds, done = _elapsed(spans, wait=False)
+            settled, spans = settled + seconds, spans[done:]
         self._state = settled, spans
 
     def seconds(self, wait: bool = True) -> float:
         """Every span's seconds, waiting for each to finish; with ``wait=False`` only those
         finished already (the first unfinished span and those after it are left out)."""
         settled, spans = self._state
-        total = 0.0
-        for start, end in spans:
-            if wait:
-                end.synchronize()  # spans may lie on several streams or devices
-            elif not end.query():
-                break
-            total += start.elapsed_time(end)
-        return settled + total / 1000
+        return settled + _elapsed(spans, wait)[0]
 
     def copy(self) -> DeviceSpans:
         twin = DeviceSpans(self._mark)
         twin._state = self._state
         return twin
+
+
+def _elapsed(
+    spans: Sequence[tuple[torch.cuda.Event, torch.cuda.Event]], wait: bool
+) -> tuple[float, int]:
+    """(seconds, how many spans) of ``spans`` from the first on: all of them, waiting for
+    each to finish (they may lie on several streams or devices), or without ``wait`` up to
+    the first one not finished."""
+    total, counted = 0.0, 0
+    for start, end in spans:
+        if wait:
+            end.synchronize()
+        elif not end.query():
+            break
+        total += start.elapsed_time(end)
+        counted += 1
+    return total / 1000, counted
 
 
 def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:

@@ -43,6 +43,7 @@ from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import feature_blocks, feature_size
 from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.search.worlds import opponent_hidden
 
 
 class BeliefNet(nn.Module):
@@ -111,9 +112,8 @@ def collect_positions(
             if max_deck is not None:
                 keep &= batch.deck_count <= max_deck
             live = keep.nonzero().squeeze(1)
-            their_hidden = (batch.hands - batch.known)[:, 1 - mover]  # [B, T]
             features.append(batch.encode()[live].half())
-            hidden.append(their_hidden[live].to(torch.int8))
+            hidden.append(opponent_hidden(batch)[live].to(torch.int8))
             return actions
 
         play_out(GameBatch.new(rules, games, seed=seed + index), decide, check=False)

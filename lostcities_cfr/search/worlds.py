@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -92,12 +93,32 @@ def world_keys(batch: GameBatch, worlds: int, generator: torch.Generator) -> tor
     return torch.rand(shape, generator=generator, device=batch.device)
 
 
-def unseen_types(unseen: torch.Tensor, N: int) -> torch.Tensor:
-    """[B, N] int64: the type of each game's ``j``-th unseen card, in type order (``T`` past
-    its last), from the unseen copies ``unseen`` [B, T]: how many cumulative counts lie at or
-    below ``j``."""
-    slots = torch.arange(N, device=unseen.device).expand(len(unseen), N).contiguous()
-    return torch.searchsorted(unseen.cumsum(1), slots, right=True)
+class UnseenCards(NamedTuple):
+    """The cards the player to move of each game has not seen, listed in type order."""
+
+    cards: torch.Tensor  # [B, N] int64: the type of the j-th one (T past the last)
+    absent: torch.Tensor  # [B, N] bool: slots past the last one
+    hidden: torch.Tensor  # [B] int64: how many of them the opponent holds (not known ones)
+
+
+def unseen_card_list(batch: GameBatch) -> UnseenCards:
+    """The unseen cards of every game of ``batch``, from the player's own features."""
+    N = batch.rules.deck_size
+    unseen = unseen_counts(batch)  # [B, T]
+    n_unseen = unseen.sum(1)  # [B]
+    slots = torch.arange(N, device=batch.device)
+    # the j-th unseen card's type: how many cumulative counts lie at or below j
+    cards = torch.searchsorted(
+        unseen.cumsum(1), slots.expand(len(unseen), N).contiguous(), right=True
+    )
+    return UnseenCards(cards, slots >= n_unseen[:, None], n_unseen - batch.deck_count)
+
+
+def opponent_hidden(batch: GameBatch) -> torch.Tensor:
+    """[B, T]: the copies of each type in the opponent's hand that the player to move has not
+    seen it take (hand less known copies): what a world deals, and what a belief learns."""
+    them = 1 - batch.current_player  # [B]
+    return (batch.hands - batch.known)[torch.arange(batch.batch_size, device=batch.device), them]
 
 
 def belief_keys(
@@ -117,11 +138,7 @@ def belief_keys(
     """
     rules = batch.rules
     B, N, T = batch.batch_size, rules.deck_size, rules.n_types
-    unseen = unseen_counts(batch)  # [B, T]
-    n_unseen = unseen.sum(1)  # [B]
-    hidden = n_unseen - batch.deck_count  # [B]
-    cards = unseen_types(unseen, N)  # [B, N]
-    absent = torch.arange(N, device=batch.device) >= n_unseen[:, None]  # [B, N]
+    cards, absent, hidden = unseen_card_list(batch)  # [B, N], [B, N], [B]
     log_w = log_weights.float().gather(1, cards.clamp(max=T - 1))  # [B, N] each card's
     race, order = torch.rand(2, B, worlds, N, generator=generator, device=batch.device)
     # log(E / w), in logs so that no weight overflows float32
@@ -142,13 +159,9 @@ def deal_worlds(batch: GameBatch, keys: torch.Tensor) -> GameBatch:
     rules = batch.rules
     B, W, N = keys.shape
     T, device = rules.n_types, batch.device
-    unseen = unseen_counts(batch)  # [B, T]
-    n_unseen = unseen.sum(1)  # [B]
-    hidden = n_unseen - batch.deck_count  # [B] the opponent's cards not known from piles
+    cards, absent, hidden = unseen_card_list(batch)  # [B, N], [B, N], [B]
     slots = torch.arange(N, device=device)
-    cards = unseen_types(unseen, N)  # [B, N]
     # keys of absent cards sort last; a stable sort keeps ties in type order
-    absent = slots >= n_unseen[:, None]  # [B, N]
     order = keys.masked_fill(absent[:, None, :], 2.0).argsort(dim=2, stable=True)  # [B, W, N]
     dealt = cards[:, None, :].expand(B, W, N).gather(2, order)  # [B, W, N] types in deal order
 
