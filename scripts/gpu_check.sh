@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 24 in one prepared script, at most 8 minutes on one H200: the GPU
-# tests, the fixed costs per step (bench_overhead.py), the calculus (quick, one round), a
+# tests, the fixed costs per step (bench_overhead.py, eager, then the engine and networks
+# compiled), the calculus (quick, one round), a
 # short fit of configs/classic_gpu.yaml and a 1000-game evaluation of what it left. Every
 # figure lands in one folder ($OUT, else runs/gpu_check).
 #
@@ -22,7 +23,7 @@ if [ -d .whl ]; then
 fi
 if [ "$DEVICE" = cpu ]; then  # small enough for two cores
   WALKERS="8 64"; BATCHES="512 2048"; FIT_TIME=00:00:01:00; FIT_LIMIT=400; GAMES=200
-  BENCH_LIMIT=900
+  BENCH_LIMIT=900; COMPILED_WALKERS=64; COMPILED_LIMIT=600; CALCULUS_LIMIT=170
   FIT_ARGS=(--trainer.accelerator cpu --model.sampler.init_args.walkers 256
             --model.traversals_per_player 256 --model.batch_size 1024
             --model.advantage_updates 4 --model.strategy_updates 2 --model.value_updates 4)
@@ -30,7 +31,8 @@ if [ "$DEVICE" = cpu ]; then  # small enough for two cores
   CALCULUS=(--smoke)
 else
   WALKERS="8 64 1024 8192 65536"; BATCHES="512 2048 8192 32768"; FIT_TIME=00:00:01:30
-  FIT_LIMIT=100; BENCH_LIMIT=120
+  FIT_LIMIT=100; BENCH_LIMIT=120; COMPILED_WALKERS="1024 16384"; COMPILED_LIMIT=70
+  CALCULUS_LIMIT=100
   GAMES=1000; FIT_ARGS=(); TEST_MARK=gpu; TESTS=(tests); CALCULUS=(--quick --rounds 1)
 fi
 
@@ -50,7 +52,13 @@ step pytest_gpu 60 python3 -m pytest -m "$TEST_MARK" -q -p no:cacheprovider "${T
 # shellcheck disable=SC2086
 step bench_overhead "$BENCH_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" --reference \
   --walkers $WALKERS --batches $BATCHES --repeats 5 --json
-step calculus 170 python3 scripts/calculus.py --device "$DEVICE" "${CALCULUS[@]}" --json
+# the engine and the networks compiled (game/fused.py): operator calls and generated kernels
+# per step, against the eager rows above (compiling takes part of the limit)
+# shellcheck disable=SC2086
+step bench_compiled "$COMPILED_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" \
+  --engine compiled --networks compiled --walkers $COMPILED_WALKERS --batches 512 \
+  --kernels fused --repeats 2 --json
+step calculus "$CALCULUS_LIMIT" python3 scripts/calculus.py --device "$DEVICE" "${CALCULUS[@]}" --json
 step fit "$FIT_LIMIT" python3 -m lostcities_cfr fit --config configs/classic_gpu.yaml \
   --trainer.max_time "$FIT_TIME" --trainer.default_root_dir "$OUT/fit" \
   --trainer.logger pytorch_lightning.loggers.CSVLogger \

@@ -46,6 +46,7 @@ import torch
 
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import feature_blocks
+from lostcities_cfr.game.fused import compiled_on
 from lostcities_cfr.game.packed import lookup_tables
 
 # Tiers of the card decision; far apart so that point values never reorder them.
@@ -152,8 +153,9 @@ class HeuristicAgent:
         self.params = params
 
     def act(self, batch: GameBatch) -> torch.Tensor:
-        scores = self.action_scores(batch)  # [B, A]
-        return torch.where(batch.legal_mask(), scores, -torch.inf).argmax(dim=1)
+        if batch.kernels == "compiled":
+            return compiled_on(batch, _best_action, self)
+        return _best_action(batch, self)
 
     def action_scores(self, batch: GameBatch) -> torch.Tensor:
         """[B, A] float32: the agent's score of every action (legal or not)."""
@@ -269,6 +271,12 @@ class HeuristicAgent:
         value = torch.maximum(own_gain, denial)
         allowed = (value > 0) & (v.pile_draws < p.max_pile_draws)[:, None]
         return torch.where(allowed, value, _NEVER)
+
+
+def _best_action(batch: GameBatch, agent: HeuristicAgent) -> torch.Tensor:
+    """[B] the legal action of highest score."""
+    scores = agent.action_scores(batch)  # [B, A]
+    return torch.where(batch.legal_mask(), scores, -torch.inf).argmax(dim=1)
 
 
 @dataclass

@@ -42,6 +42,7 @@ from lostcities_cfr.arguments import PositiveFloat, PositiveInt, checked
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.game.fused import run_compiled
 from lostcities_cfr.inference import InferenceQueue
 
 ADVANTAGE_NETWORKS = ("advantage_p0", "advantage_p1")  # queue names of each player's network
@@ -101,7 +102,7 @@ def current_strategies(
     ``counts`` (how many of ``rows`` each player moves in, read already) spares the
     host synchronisation of splitting them by player.
     """
-    B = games.batch_size
+    B, compiled = games.batch_size, games.kernels == "compiled"
     player = games.current_player  # [B]
     if rows is None:
         rows = torch.arange(B, device=legal.device)
@@ -109,7 +110,7 @@ def current_strategies(
         asks = [rows[player[rows] == p] for p in range(len(ADVANTAGE_NETWORKS))]  # [n_p] each
     else:
         asks = [
-            rows if n == len(rows) else rows[static_rows(player[rows] == p, n)]
+            rows if n == len(rows) else rows[static_rows(player[rows] == p, n, compiled)]
             for p, n in enumerate(counts)
         ]
     if any(0 < len(ask) < B for ask in asks):
@@ -133,13 +134,26 @@ def current_strategies(
     return sigma
 
 
-def static_rows(mask: torch.Tensor, count: int) -> torch.Tensor:
+def static_rows(mask: torch.Tensor, count: int, compiled: bool = False) -> torch.Tensor:
     """[count] int64: the indices where ``mask`` [b] holds, ``count`` of them (read already).
 
     ``nonzero()`` must learn how many there are before it can return them, so on a GPU it
     waits for the device; with the count known its shape is fixed and nothing waits.
+    ``compiled`` (a walk on compiled kernels, ``GameBatch``'s ``kernels``): the same rows
+    from one generated kernel, where ``nonzero_static`` makes 13 operator calls on a CPU.
     """
+    if compiled:
+        return run_compiled(_scattered_rows, mask, count)
     return torch.nonzero_static(mask, size=count).squeeze(1)
+
+
+def _scattered_rows(mask: torch.Tensor, count: int) -> torch.Tensor:
+    """``static_rows`` by a scatter: row i goes to slot (rows before it that hold) when it
+    holds, else to a spare slot ``count``, which is dropped."""
+    slot = torch.where(mask, mask.cumsum(0) - 1, count)  # [b]
+    rows = torch.empty(count + 1, dtype=torch.int64, device=mask.device)
+    rows.scatter_(0, slot, torch.arange(len(mask), device=mask.device))
+    return rows[:count]
 
 
 def live_rows(
@@ -167,16 +181,26 @@ def explore(sigma: torch.Tensor, legal: torch.Tensor, epsilon: float) -> torch.T
     return epsilon * uniform_strategy(sigma, legal) + (1 - epsilon) * sigma
 
 
-def sample_actions(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def sample_actions(
+    probs: torch.Tensor, generator: torch.Generator, compiled: bool = False
+) -> torch.Tensor:
     """[B] int64: one action drawn from each row of ``probs`` [B, A].
 
     Rows must be non-negative with a positive sum (they need not sum to
     exactly 1). Inverse-CDF sampling with ``u`` in (0, 1] never returns an
     action of probability 0, whatever the rounding of the running sum.
+    ``compiled``: the inversion as one generated kernel (the draws stay eager: a compiled
+    function takes no generator); the same actions.
     """
+    u = torch.rand(len(probs), 1, generator=generator, device=probs.device, dtype=probs.dtype)
+    return run_compiled(_inverse_cdf, probs, u) if compiled else _inverse_cdf(probs, u)
+
+
+def _inverse_cdf(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """[B] the action at which each row's running sum reaches ``1 - uniform`` [B, 1] of its
+    total."""
     cdf = probs.cumsum(1)  # [B, A], non-decreasing
-    u = 1 - torch.rand(len(probs), 1, generator=generator, device=probs.device, dtype=cdf.dtype)
-    return (cdf < u * cdf[:, -1:]).sum(1)
+    return (cdf < (1 - uniform) * cdf[:, -1:]).sum(1)
 
 
 @dataclass
@@ -198,6 +222,8 @@ class TraversalContext:
         strategy_buffer: the average-strategy reservoir (the opponent's strategies).
         generator: draws the deals and every sampled action; its device is the walkers'.
         value_buffer: the history value network's buffer, for samplers that train one.
+        kernels: how the dealt games run the rules (``GameBatch``'s ``kernels``):
+            ``"eager"`` torch calls or ``"compiled"`` kernels.
     """
 
     rules: Rules
@@ -208,6 +234,7 @@ class TraversalContext:
     strategy_buffer: ReservoirBuffer
     generator: torch.Generator
     value_buffer: ReservoirBuffer | None = None
+    kernels: str = "eager"
     stats: TraversalStats = field(default_factory=TraversalStats)
 
     def __post_init__(self) -> None:
@@ -294,7 +321,9 @@ class Sampler:
             size = min(self.walkers, n_traversals - dealt)
             generator = context.generator
             seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
-            games = GameBatch.new(context.rules, size, seed=seed, device=generator.device)
+            games = GameBatch.new(
+                context.rules, size, seed=seed, device=generator.device, kernels=context.kernels
+            )
             self.traverse_games(games, context)
             dealt += size
         context.stats.seconds += time.perf_counter() - start

@@ -27,7 +27,7 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
-from lostcities_cfr.cfr.traversal import Sampler, TraversalContext
+from lostcities_cfr.cfr.traversal import Sampler, TraversalContext, static_rows
 from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import encode_history
@@ -150,7 +150,7 @@ class ValueBaselineSampler(Sampler):
         if count is None:
             parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
         else:
-            child = torch.nonzero_static(legal.view(-1), size=count).squeeze(1)  # [c]
+            child = static_rows(legal.view(-1), count, games.kernels == "compiled")  # [c]
             parent, action = child // A, child % A
         children = games.select(rows[parent])
         children.step(action, check=False)

@@ -75,10 +75,14 @@ from collections.abc import Callable, Sequence
 import torch
 
 from lostcities_cfr.errors import IllegalActionError
+from lostcities_cfr.game import fused
 from lostcities_cfr.game.encoding import encode_batch
+from lostcities_cfr.game.fused import check_kernels, run_compiled
 from lostcities_cfr.game.packed import (
     ACTION8,
     KNOWN,
+    Offsets,
+    Tables,
     flat_offsets,
     lookup_tables,
     pack_cards,
@@ -100,8 +104,13 @@ _FLAT = {
 class GameBatch:
     """B games in lockstep. Build with :meth:`new` or :meth:`from_states`."""
 
-    def __init__(self, rules: Rules, **state: torch.Tensor) -> None:
+    def __init__(self, rules: Rules, kernels: str = "eager", **state: torch.Tensor) -> None:
         """Low-level: the batch-last tensors named in the module docstring (with ``_``).
+
+        ``kernels``: ``"eager"`` runs the rules as torch calls; ``"compiled"`` runs the
+        legal mask, the encoder and the step as ``torch.compile``d kernels
+        (:mod:`lostcities_cfr.game.fused`: the same values, a few kernels per call
+        instead of up to 180 operator calls; for a GPU). Batches made from this one keep it.
 
         Cards may come packed as stored (``_hand_known``, ``_played``) or as counts
         per type ([2, T, B] each: ``_hands`` and ``_known``; ``_expeditions``), which
@@ -130,11 +139,15 @@ class GameBatch:
                 f"got {list(state['_piles'].shape)}"
             )
         self.rules = rules
+        self.kernels = check_kernels(kernels)
         # encode() and legal_mask() of the state as it is, until step() changes it (and
         # legal_mask() until done does): a step's sampler, agents and engine read them often.
         self._memo: dict[str, torch.Tensor] = {}
-        state["_pile_len"] = state["_pile_len"].to(torch.int8)
-        state.update({name: state[name].to(dtype) for name, dtype in _FLAT.items()})
+        # converted only where needed: a ``to`` that changes nothing is still an operator
+        # call, and batches are rebuilt at every step of a walk (forks, compaction)
+        for name, dtype in (("_pile_len", torch.int8), *_FLAT.items()):
+            if state[name].dtype != dtype:
+                state[name] = state[name].to(dtype)
         if "_top" not in state:
             state["_top"] = top_ranks(rules, unpack_cards(rules, state["_played"]))
         for name in (*_STATE, *_FLAT):
@@ -148,11 +161,13 @@ class GameBatch:
         batch_size: int,
         seed: int | None = None,
         device: str | torch.device = "cpu",
+        kernels: str = "eager",
     ) -> GameBatch:
         """``batch_size`` freshly shuffled and dealt games.
 
         The shuffle draws from a CPU generator seeded with ``seed`` (the global
-        torch RNG when None), so a seed deals the same games on every device.
+        torch RNG when None), so a seed deals the same games on every device. ``kernels``:
+        as in the constructor.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -168,7 +183,7 @@ class GameBatch:
         zeros = cls._zeros(rules, B, torch.device(device))
         zeros.update(_hands=hands.view(2, T, B), _deck=deck)
         zeros["_deck_pos"] += 2 * H
-        return cls(rules, **{k: v.to(device) for k, v in zeros.items()})
+        return cls(rules, kernels, **{k: v.to(device) for k, v in zeros.items()})
 
     @staticmethod
     def _zeros(rules: Rules, B: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -284,12 +299,17 @@ class GameBatch:
         """A new batch with ``fn(tensor, batch_dim)`` applied to every state tensor."""
         state = {name: fn(getattr(self, name), getattr(self, name).dim() - 1) for name in _STATE}
         state.update({name: fn(getattr(self, name), 0) for name in _FLAT})
-        return GameBatch(self.rules, **state)
+        return GameBatch(self.rules, self.kernels, **state)
 
     def select(self, index: torch.Tensor | Sequence[int]) -> GameBatch:
         """A new batch of the games at ``index`` ([K] int64); repeats fork a game."""
         index = torch.as_tensor(index, dtype=torch.int64, device=self.device)
         return self._map(lambda v, dim: v.index_select(dim, index))
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The state tensors by their stored names (``GameBatch(rules, kernels, **them)``
+        rebuilds the batch around the same tensors)."""
+        return {name: getattr(self, name) for name in (*_STATE, *_FLAT)}
 
     def clone(self) -> GameBatch:
         return self._map(lambda v, dim: v.clone())
@@ -305,7 +325,7 @@ class GameBatch:
         for name in (*_STATE, *_FLAT):
             tensors = [getattr(b, name) for b in batches]
             state[name] = torch.cat(tensors, dim=tensors[0].dim() - 1 if name in _STATE else 0)
-        return GameBatch(first.rules, **state)
+        return GameBatch(first.rules, first.kernels, **state)
 
     @property
     def batch_size(self) -> int:
@@ -380,6 +400,18 @@ class GameBatch:
         return self._memo["legal_mask"]
 
     def _legal_mask(self) -> torch.Tensor:
+        if self.kernels == "compiled":
+            return run_compiled(
+                fused.legal_mask,
+                self.rules,
+                lookup_tables(self.rules, self.device),
+                self._hand_known,
+                self._top,
+                self._pile_len,
+                self._turn,
+                self._discarded,
+                self.done,
+            ).t()
         rules, B = self.rules, self.batch_size
         T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
         tables = lookup_tables(rules, self.device)
@@ -418,7 +450,6 @@ class GameBatch:
         ``check=False`` to skip the test (and its device sync).
         """
         rules, B = self.rules, self.batch_size
-        N = rules.deck_size
         actions = torch.as_tensor(actions, device=self.device)
         if actions.shape != (B,):
             raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
@@ -433,59 +464,10 @@ class GameBatch:
             )
         if check:
             self._check(actions)
-        tables = lookup_tables(rules, self.device)
-        offsets = flat_offsets(rules, self.device, B)
-        games = offsets.games
-        active = ~self.done
-        # legal actions imply the phase, so the action alone says what happens; finished
-        # games (which may pass anything) get the no-op action A (a copy: never the caller's)
-        a = actions.to(torch.int32, copy=True).masked_fill_(self.done, rules.n_actions)
-        effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
-        effect = effect.view(torch.int8).view(B, len(ACTION8)).unbind(1)
-        discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = (
-            effect
-        )
-        # the action and the player to move (turn % 4 is player * 2 + phase)
-        player_action = torch.add(a, self._turn & 3, alpha=rules.n_actions + 1)
-
-        # Every update is one index_select / index_add_ on a flat view, one index per game
-        # (``row * B + game``). An action that leaves a tensor alone addresses row 0 of its
-        # own column, with a zero update: those reads and writes stay in cache and in order,
-        # where random rows of the large state tensors miss it.
-        # the pile a discard fills or a pile draw empties, and its slot
-        length_at = offsets.pile_row.index_select(0, a) + games  # [B] into [C, B]
-        length = self._pile_len.view(-1).index_select(0, length_at)  # [B] int8
-        slot = length * (pile_delta * pile_delta) - pile_draw  # discard: length, draw: length - 1
-        # slot-major piles ([L, C, B]): the slot's row is the pile's [C, B] row + slot * C * B
-        pile_at = torch.add(length_at, slot, alpha=rules.n_colors * B)
-        top_rank = self._piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
-        # the card a draw takes: the deck's next, or the top of the pile
-        deck_at = torch.addcmul(games, self._deck_pos, deck_draw, value=B)  # [B] into [N, B]
-        drawn = torch.addcmul(top_rank, self._deck.view(-1).index_select(0, deck_at), deck_draw)
-
-        # hands, expeditions and public copies at the card given or taken
-        hand_row = offsets.hand_row.index_select(0, player_action)
-        hand_row.add_(drawn, alpha=B)
-        hand_known = self._hand_known.view(-1)
-        # a card leaving a hand makes one public copy private again (if it has one); a pile
-        # draw makes one public. Draws read row 0 of their column, and ignore it.
-        given = hand_known.index_select(0, torch.addcmul(games, hand_row, card))  # [B] int8
-        public = pile_draw - card * (given >> tables.known_shift).clamp_(max=1)  # [B] -1/0/1
-        hand_known.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=KNOWN))
-        # a play adds its card to the expedition and raises its top (legal plays never lower it)
-        played_at = offsets.play_row.index_select(0, player_action) + offsets.games64
-        self._played.view(-1).index_add_(0, played_at, tables.action_played.index_select(0, a))
-        self._top.view(-1).scatter_reduce_(0, played_at, play_rank, "amax")
-
-        # piles: a discard fills slot ``length``, a pile draw clears the top slot, so that
-        # slots at and above ``pile_len`` hold 0 and both are one addition
-        self._piles.view(-1).index_add_(0, pile_at, discard_rank - top_rank)
-        self._pile_len.view(-1).index_add_(0, length_at, pile_delta)
-
-        self._discarded = torch.where(active, discarded, self._discarded)
-        self._deck_pos = self._deck_pos + deck_draw
-        self._turn = self._turn + active
-        self.done = self.done | (self._deck_pos >= N) | (self._turn >= rules.max_turns)
+        tables, offsets = lookup_tables(rules, self.device), flat_offsets(rules, self.device, B)
+        args = (rules, tables, offsets, actions, *self.tensors().values())
+        new = run_compiled(_advance, *args) if self.kernels == "compiled" else _advance(*args)
+        self._discarded, self._deck_pos, self._turn, self.done = new
         self._memo.clear()  # a new state
 
     def _check(self, actions: torch.Tensor) -> None:
@@ -530,10 +512,101 @@ class GameBatch:
         tensor, so never change it in place.
         """
         if player is not None:
-            return encode_batch(self, player)
+            return self._encode(player)
         if "encode" not in self._memo:
-            self._memo["encode"] = encode_batch(self)
+            self._memo["encode"] = self._encode(None)
         return self._memo["encode"]
+
+    def _encode(self, player: torch.Tensor | None) -> torch.Tensor:
+        if self.kernels == "eager":
+            return encode_batch(self, player)
+        viewer = None if player is None else player.to(self._turn.dtype)
+        return run_compiled(
+            fused.encode,
+            self.rules,
+            lookup_tables(self.rules, self.device),
+            self._hand_known,
+            self._played,
+            self._piles,
+            self._pile_len,
+            self._turn,
+            self._deck_pos,
+            self._discarded,
+            viewer,
+        ).t()
+
+
+def _advance(
+    rules: Rules,
+    tables: Tables,
+    offsets: Offsets,
+    actions: torch.Tensor,
+    hand_known: torch.Tensor,
+    played: torch.Tensor,
+    piles: torch.Tensor,
+    pile_len: torch.Tensor,
+    deck: torch.Tensor,
+    top: torch.Tensor,
+    deck_pos: torch.Tensor,
+    turn: torch.Tensor,
+    old_discarded: torch.Tensor,
+    done: torch.Tensor,
+) -> tuple[torch.Tensor, ...]:
+    """One action in every game (``GameBatch.step`` without its checks): updates the card
+    state (``_STATE``) in place and returns the new ``_FLAT`` tensors but ``done``'s.
+
+    A function of tensors, so that ``kernels="compiled"`` compiles it as it is.
+    """
+    B = actions.shape[0]
+    games = offsets.games
+    active = ~done
+    # legal actions imply the phase, so the action alone says what happens; finished
+    # games (which may pass anything) get the no-op action A (a copy: never the caller's)
+    a = actions.to(torch.int32, copy=True).masked_fill_(done, rules.n_actions)
+    effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
+    effect = effect.view(torch.int8).view(B, len(ACTION8)).unbind(1)
+    discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = effect
+    # the action and the player to move (turn % 4 is player * 2 + phase)
+    player_action = torch.add(a, turn & 3, alpha=rules.n_actions + 1)
+
+    # Every update is one index_select / index_add_ on a flat view, one index per game
+    # (``row * B + game``). An action that leaves a tensor alone addresses row 0 of its
+    # own column, with a zero update: those reads and writes stay in cache and in order,
+    # where random rows of the large state tensors miss it.
+    # the pile a discard fills or a pile draw empties, and its slot
+    length_at = offsets.pile_row.index_select(0, a) + games  # [B] into [C, B]
+    length = pile_len.view(-1).index_select(0, length_at)  # [B] int8
+    slot = length * (pile_delta * pile_delta) - pile_draw  # discard: length, draw: length - 1
+    # slot-major piles ([L, C, B]): the slot's row is the pile's [C, B] row + slot * C * B
+    pile_at = torch.add(length_at, slot, alpha=rules.n_colors * B)
+    top_rank = piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
+    # the card a draw takes: the deck's next, or the top of the pile
+    deck_at = torch.addcmul(games, deck_pos, deck_draw, value=B)  # [B] into [N, B]
+    drawn = torch.addcmul(top_rank, deck.view(-1).index_select(0, deck_at), deck_draw)
+
+    # hands, expeditions and public copies at the card given or taken
+    hand_row = offsets.hand_row.index_select(0, player_action)
+    hand_row.add_(drawn, alpha=B)
+    hands_flat = hand_known.view(-1)
+    # a card leaving a hand makes one public copy private again (if it has one); a pile
+    # draw makes one public. Draws read row 0 of their column, and ignore it.
+    given = hands_flat.index_select(0, torch.addcmul(games, hand_row, card))  # [B] int8
+    public = pile_draw - card * (given >> tables.known_shift).clamp_(max=1)  # [B] -1/0/1
+    hands_flat.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=KNOWN))
+    # a play adds its card to the expedition and raises its top (legal plays never lower it)
+    played_at = offsets.play_row.index_select(0, player_action) + offsets.games64
+    played.view(-1).index_add_(0, played_at, tables.action_played.index_select(0, a))
+    top.view(-1).scatter_reduce_(0, played_at, play_rank, "amax")
+
+    # piles: a discard fills slot ``length``, a pile draw clears the top slot, so that
+    # slots at and above ``pile_len`` hold 0 and both are one addition
+    piles.view(-1).index_add_(0, pile_at, discard_rank - top_rank)
+    pile_len.view(-1).index_add_(0, length_at, pile_delta)
+
+    deck_pos = deck_pos + deck_draw
+    turn = turn + active
+    done = done | (deck_pos >= rules.deck_size) | (turn >= rules.max_turns)
+    return torch.where(active, discarded, old_discarded), deck_pos, turn, done
 
 
 def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:

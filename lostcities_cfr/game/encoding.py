@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from lostcities_cfr.game.fused import compiled_on
 from lostcities_cfr.game.packed import lookup_tables, unpack_into
 from lostcities_cfr.game.rules import Rules
 
@@ -165,6 +166,12 @@ def encode_history(batch: GameBatch) -> torch.Tensor:
     opponent's hand (copies per type) and the deck's contents (copies per type, in no
     order): everything but the deck's order, which no player may condition on.
     """
+    if batch.kernels == "compiled":
+        return compiled_on(batch, _encode_history)
+    return _encode_history(batch)
+
+
+def _encode_history(batch: GameBatch) -> torch.Tensor:
     rules = batch.rules
     blocks = feature_blocks(rules)
     features = batch.encode()  # [B, F]

@@ -255,8 +255,8 @@ class InferenceQueue:
         dtype = parameter.dtype if parameter is not None else torch.float32
         span = self._device_spans.open(device) if device.type == "cuda" else None
         pending, network.pending = network.pending, []
-        features = _joined([f.to(device, dtype) for f, _, _ in pending])  # [n, F]
-        legal = _joined([m.to(device) for _, m, _ in pending])  # [n, A]
+        features = _joined([_moved(f, device, dtype) for f, _, _ in pending])  # [n, F]
+        legal = _joined([_moved(m, device) for _, m, _ in pending])  # [n, A]
         forward = self._forward_fn(network)
         outputs = []
         padded = self.pad == "always" or self.backend == "compiled" or device.type == "cuda"
@@ -279,7 +279,7 @@ class InferenceQueue:
         for part, (_, _, ticket) in zip(
             result.split([t.n_rows for _, _, t in pending]), pending, strict=True
         ):
-            ticket._result = part.to(ticket.device)
+            ticket._result = _moved(part, ticket.device)
         if span is not None:
             # Kernels run asynchronously, so wall time here would be launch time only, and
             # waiting for them would stall the walk at every flush: CUDA events time them.
@@ -410,6 +410,16 @@ def _elapsed(
         total += start.elapsed_time(end)
         counted += 1
     return total / 1000, counted
+
+
+def _moved(
+    tensor: torch.Tensor, device: torch.device, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """``tensor.to(device, dtype)``, without the call where it would change nothing (a
+    ``to`` that returns its tensor is still an operator call, several per flush)."""
+    if tensor.device == device and (dtype is None or tensor.dtype == dtype):
+        return tensor
+    return tensor.to(device, dtype)
 
 
 def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:

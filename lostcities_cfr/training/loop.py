@@ -157,6 +157,7 @@ class CFRIteration:
             strategy_buffer=self.strategy_buffer,
             generator=self.traversal_generator,
             value_buffer=self.value_buffer,
+            kernels=self.hparams.engine_kernels,
         )
 
     def training_step(self, step: int, batch_idx: int) -> None:

@@ -146,6 +146,11 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             (``for-loop``), all at once in a few batched calls (``foreach``) or in one
             fused kernel (``fused``); ``auto`` takes ``fused`` on a GPU and ``foreach`` on a
             CPU. The same arithmetic, in fewer operator calls.
+        engine_kernels: how the traversal's games run the rules: ``eager`` torch calls, or
+            ``compiled`` (``torch.compile``: the legal mask, the encoder and the step as a
+            few generated kernels each, ``game/fused.py``; equal values, a few seconds to
+            compile at the start). For a GPU, where each operator call is a kernel launch;
+            on two CPU cores eager is as fast (``docs/performance.md``).
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
@@ -187,6 +192,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         deploy: Deployed = "average",
         alternate_updates: bool = False,
         optimizer_kernel: Literal["auto", "for-loop", "foreach", "fused"] = "auto",
+        engine_kernels: Literal["eager", "compiled"] = "eager",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()

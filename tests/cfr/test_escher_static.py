@@ -15,7 +15,12 @@ from lostcities_cfr.cfr.escher import VALUE_NETWORK, ESCHERSampling
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
-from lostcities_cfr.cfr.traversal import ADVANTAGE_NETWORKS, STRATEGY_NETWORK, TraversalContext
+from lostcities_cfr.cfr.traversal import (
+    ADVANTAGE_NETWORKS,
+    STRATEGY_NETWORK,
+    TraversalContext,
+    static_rows,
+)
 from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.game.encoding import history_feature_size
 from lostcities_cfr.inference import InferenceQueue
@@ -93,3 +98,30 @@ def test_each_step_reads_the_device_once_and_synchronises_nowhere_else():
     assert {name: calls[name] for name in SYNC_OPS} == dict.fromkeys(SYNC_OPS, 0)
     for buffer in (context.advantage_buffer, context.strategy_buffer, context.value_buffer):
         assert buffer.n_seen > 0 and buffer.held_out.n_seen > 0
+
+
+def test_the_walk_on_compiled_kernels_writes_the_eager_walks_rows():
+    # The engine, the guide, the history features and the step's masks compiled
+    # (game/fused.py): the same rows, bit for bit, and the same draws.
+    options = {"walkers": 24, "td_lambda": 0.5, "max_decisions": 40}
+    eager = walked(ESCHERSampling(**options), 0, GameBatch.new(CLASSIC, 24, seed=7))
+    fused = walked(
+        ESCHERSampling(**options), 0, GameBatch.new(CLASSIC, 24, seed=7, kernels="compiled")
+    )
+    assert fused.stats.nodes == eager.stats.nodes > 0
+    assert fused.stats.truncated == eager.stats.truncated > 0
+    for name in ("advantage_buffer", "strategy_buffer", "value_buffer"):
+        a, b = getattr(fused, name), getattr(eager, name)
+        assert a.n_seen == b.n_seen > 0
+        for field in ("features", "legal", "targets", "iteration"):
+            assert torch.equal(getattr(a, field), getattr(b, field)), (name, field)
+    assert torch.equal(fused.generator.get_state(), eager.generator.get_state())
+
+
+def test_compiled_static_rows_are_nonzero_static_rows():
+    generator = torch.Generator().manual_seed(0)
+    for size in (1, 2, 7, 64, 300):
+        some = torch.rand(size, generator=generator) < 0.4
+        for mask in (some, torch.zeros(size, dtype=torch.bool), torch.ones(size, dtype=torch.bool)):
+            count = int(mask.sum())
+            assert torch.equal(static_rows(mask, count, compiled=True), static_rows(mask, count))

@@ -73,6 +73,12 @@ def test_an_iteration_trains_every_network_on_cuda(kernel):
     assert trainer.current_epoch == 2
 
 
+def test_an_iteration_on_compiled_kernels_runs_on_cuda():
+    model = classic_model(engine_kernels="compiled")
+    fit(model, max_epochs=1, accelerator="gpu", devices=1)
+    assert model.advantage_buffers[0].features.is_cuda and model.advantage_buffers[0].n_seen > 0
+
+
 def test_the_queue_times_cuda_forwards_by_events_without_waiting_for_the_device(monkeypatch):
     queue = InferenceQueue(bucket_sizes=(64, 256))
     queue.register("net", torch.nn.Linear(8, 4).cuda())
