@@ -117,6 +117,8 @@ class OneLineErrorParser(LightningArgumentParser):
 class DeepCFRCLI(LightningCLI):
     """LightningCLI for :class:`DeepCFR` with the run-folder and seeding conventions above."""
 
+    _resume: Path | None = None  # the checkpoint a fit continues (_parse_ckpt_path)
+
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
         parser.set_defaults(
@@ -162,6 +164,7 @@ class DeepCFRCLI(LightningCLI):
         resume = runs.resolve_ckpt_path(config.ckpt_path, checkpoint_dir)
         if subcommand == "fit" and _first_process():
             runs.check_run_folder(config.trainer.default_root_dir, checkpoint_dir, resume)
+        self._resume = resume  # for the loggers' folders, checked once they are built
         # config.yaml then names the file this run started from (or none).
         config.ckpt_path = None if resume is None else str(resume)
         if resume is None:
@@ -213,9 +216,12 @@ class DeepCFRCLI(LightningCLI):
         folders = {"run": self.trainer.default_root_dir}
         if self.trainer.checkpoint_callback is not None:
             folders["checkpoint"] = self.trainer.checkpoint_callback.dirpath
-        for logger in self.trainer.loggers:
-            if logger.save_dir is not None:
-                folders[f"{type(logger).__name__} log"] = logger.save_dir
+        logs = {f"{type(logger).__name__} log": logger.save_dir for logger in self.trainer.loggers}
+        logs = {name: folder for name, folder in logs.items() if folder is not None}
+        folders.update(logs)
+        runs.check_log_folders(
+            logs, self.trainer.default_root_dir, folders.get("checkpoint"), self._resume
+        )
         runs.check_writable({purpose: f for purpose, f in folders.items() if f is not None})
 
 

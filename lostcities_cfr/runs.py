@@ -47,6 +47,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "deploy",
         "alternate_updates",
         "optimizer_kernel",
+        "engine_kernels",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per
@@ -121,6 +122,43 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
             f"needs a folder of its own: resume that run with --ckpt_path {LAST}, choose "
             "another --trainer.default_root_dir, or delete the folder"
         )
+
+
+def check_log_folders(
+    log_dirs: dict[str, str | Path],
+    run_dir: str | Path,
+    checkpoint_dir: str | Path | None,
+    resume: Path | None,
+) -> None:
+    """Refuse a run whose loggers log into another run's folder, outside its own.
+
+    ``check_run_folder`` guards ``trainer.default_root_dir``; a config's loggers name their
+    own folders, and a run moved with ``--trainer.default_root_dir`` alone would still write
+    its ``config.yaml`` over the other run's and its logs beside them. A resume of this
+    folder's run may log where it logged.
+
+    Args:
+        log_dirs: each logger's folder, by a name for the message.
+        run_dir, checkpoint_dir, resume: as in :func:`check_run_folder`.
+
+    Raises:
+        ConfigError: names the logger, its folder and what it holds.
+    """
+    own = checkpoint_dir is not None and Path(checkpoint_dir).resolve()
+    if resume is not None and resume.resolve().parent == own:
+        return
+    root = Path(run_dir).resolve()
+    for name, folder in log_dirs.items():
+        folder = Path(folder)
+        if folder.resolve().is_relative_to(root) or not folder.is_dir():
+            continue
+        held = sorted(folder.rglob(CONFIG_FILE))
+        if held:
+            raise ConfigError(
+                f"the {name} folder {folder} holds another run ({held[0]}) outside "
+                f"trainer.default_root_dir={run_dir}; its config.yaml would be replaced and "
+                "the logs mixed: set the logger's save_dir to the new run's folder too"
+            )
 
 
 def check_max_epochs(checkpoint: dict[str, Any], max_epochs: int | None, path: Path) -> None:

@@ -194,6 +194,9 @@ def traversal_row(
     and the networks on eager calls or compiled kernels."""
     sampler.walkers = walkers
     model.queue.set_backend(networks)
+    # Compiled kernels are tuned for the sizes first seen (Inductor's size hints): compile
+    # afresh for each number of walkers, as a run of that many would.
+    torch._dynamo.reset()
 
     def walk() -> TraversalStats:
         return walk_once(model, sampler, walkers, device, engine)
@@ -344,22 +347,16 @@ def main() -> None:
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS))
     parser.add_argument("--repeats", type=int, default=10, help="timed updates per batch size")
     parser.add_argument("--reference", action="store_true", help="also main's walk, side by side")
-    parser.add_argument(
-        "--engine",
-        nargs="+",
-        choices=KERNELS_ENGINE,
-        default=["eager"],
-        help="how the games run the rules: eager calls or compiled kernels (game/fused.py)",
-    )
+    for option, what in (
+        (
+            "--engine",
+            "how the games run the rules: eager calls or compiled kernels (game/fused.py)",
+        ),
+        ("--networks", "the inference queue's backend: eager forwards or torch.compile'd ones"),
+    ):
+        parser.add_argument(option, nargs="+", choices=KERNELS_ENGINE, default=["eager"], help=what)
     parser.add_argument(
         "--breakdown", action="store_true", help="where the calls of a step go (smallest walkers)"
-    )
-    parser.add_argument(
-        "--networks",
-        nargs="+",
-        choices=KERNELS_ENGINE,
-        default=["eager"],
-        help="the inference queue's backend: eager forwards or torch.compile'd ones",
     )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")

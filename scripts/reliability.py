@@ -215,6 +215,10 @@ CASES = [
         ["report", "resumable"],
         shows=r"^iterations",
     ),
+    Case(
+        "a new folder for a run whose logger still logs into a used one",
+        [*FIT, "--trainer.default_root_dir", "moved-only"],
+    ),
 ]
 
 

@@ -1,19 +1,22 @@
-"""The engine's legal mask and encoder as pure functions of the state, for ``torch.compile``.
+"""Compiled kernels: the engine's legal mask and encoder as pure functions of the state,
+and the helpers that run them, and any work over a whole batch, through ``torch.compile``.
 
 A :class:`~lostcities_cfr.game.batched.GameBatch` made with ``kernels="compiled"`` runs
 its legal mask, its encoder and its step through ``torch.compile`` (Inductor): each
 becomes one to four generated kernels where the eager code makes 60 to 180 torch
 operator calls, and on a GPU every call is a kernel launch (``docs/performance.md``,
-"Fixed costs per step"). The step compiles as it is (``batched._advance``); the mask and
+"Compiled kernels"). The step compiles as it is (``batched._advance``); the mask and
 the encoder are written again here because the eager ones write each block into a view
 of one buffer (``out=``), which Inductor turns into scalar loops over the whole buffer
 (100 times slower). These build each block apart and concatenate them: the same values,
 bit for bit (``tests/game/test_fused.py`` holds them equal to the eager ones over random
 games of three rules variants), and a plainer read of the rules than the eager code,
-which is shaped by what the CPU vectorises.
+which is shaped by what the CPU vectorises. :func:`compiled_on` compiles other work over
+a batch (the heuristic agent, the history features, ESCHER's step masks) together with
+the engine's.
 
-Eager stays the default: on two CPU cores the compiled encoder is faster than the eager
-one at 64 games and slower from about a thousand (measured in ``docs/performance.md``).
+Eager stays the default: on two CPU cores an ESCHER walk on compiled kernels makes a third
+of the operator calls but takes 1.5 times as long at 1,024 walkers (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -62,8 +65,8 @@ def compiled_on(batch: Any, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 @cache
-def _rebuilt(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    def run(cls: type, rules: Rules, tensors: dict[str, torch.Tensor], *args: Any) -> torch.Tensor:
+def _rebuilt(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(cls: type, rules: Rules, tensors: dict[str, torch.Tensor], *args: Any) -> Any:
         return fn(cls(rules, "compiled", **tensors), *args)
 
     return run
@@ -87,6 +90,7 @@ def legal_mask(
 ) -> torch.Tensor:
     """[A, B] bool: the legal actions of the player to move, as ``GameBatch.legal_mask``."""
     C, R1 = rules.n_colors, rules.n_ranks + 1
+    hand_known, top, pile_len, discarded = _wide(hand_known, top, pile_len, discarded)
     player = ((turn >> 1) & 1).bool()  # [B]
     draw_turn = (turn & 1).bool() & ~done  # [B]
     card_turn = ~(turn & 1).bool() & ~done
@@ -114,6 +118,9 @@ def encode(
 ) -> torch.Tensor:
     """[F, B] float32 features (``docs/encoding.md``), as ``encoding.encode_batch`` builds them."""
     T, C, R1, L = rules.n_types, rules.n_colors, rules.n_ranks + 1, rules.pile_capacity
+    hand_known, played, piles, pile_len, discarded = _wide(
+        hand_known, played, piles, pile_len, discarded
+    )
     to_move = (turn >> 1) & 1  # [B]
     mine = (to_move if viewer is None else viewer).bool()  # [B] True: the viewer is player 1
 
@@ -154,3 +161,9 @@ def encode(
             torch.cat([turn_and_seat, discard]).float(),
         ]
     )
+
+
+def _wide(*state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The int8 and int16 state as int32: Inductor's CPU kernels vectorise int32 arithmetic
+    and not int8 (the encoder ran 6 times faster so at 1,024 games, the same values)."""
+    return tuple(tensor.to(torch.int32) for tensor in state)

@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 
+from lostcities_cfr import runs
 from lostcities_cfr.fit_cli import run
 
 
@@ -195,3 +196,25 @@ def test_a_checkpoint_with_non_finite_rows_or_weights_is_refused_on_resume(
     assert "rows.ckpt: buffer strategy: ReservoirBuffer state: targets hold NaN or inf" in err
     err = refused(capsys, config, *resume, str(checkpoints / "weights.ckpt"))
     assert "weights.ckpt: weight strategy_net.hidden.0.0.weight holds NaN or infinite" in err
+
+
+def test_a_new_run_whose_loggers_log_into_another_run_is_refused(write_config, tmp_path, capsys):
+    # A run moved with --trainer.default_root_dir alone: its logger still names the first
+    # run's folder, where it would replace config.yaml and mix the logs.
+    config = write_config(name="run", max_epochs=1, final_eval_games=0)
+    fit(config)
+    (saved,) = (tmp_path / "run").rglob("config.yaml")
+    before = saved.read_text()
+    err = refused(capsys, config, "--trainer.default_root_dir", str(tmp_path / "other"))
+    assert f"folder {tmp_path / 'run'} holds another run ({saved})" in err, err
+    assert "save_dir" in err
+    assert saved.read_text() == before and len(list((tmp_path / "run").rglob("config.yaml"))) == 1
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_checkpoint_written_before_engine_kernels_existed_resumes_on_either_kernels():
+    # Compiled and eager kernels give the same rows (tests/game/test_fused.py): a resume may
+    # switch, and a checkpoint that never named them is no other run.
+    saved = {"learning_rate": 0.001, "network": {"width": 32}}
+    for kernels in ("eager", "compiled"):
+        runs.check_resumable(saved, {**saved, "engine_kernels": kernels}, Path("old.ckpt"))
