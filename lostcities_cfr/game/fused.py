@@ -16,7 +16,8 @@ a batch (the heuristic agent, the history features, ESCHER's step masks) togethe
 the engine's.
 
 Eager stays the default: on two CPU cores an ESCHER walk on compiled kernels makes a third
-of the operator calls but takes 1.5 times as long at 1,024 walkers (``docs/performance.md``).
+of the operator calls but takes 1.07 times as long at 1,024 walkers and 1.4 times at 8
+(``docs/performance.md``).
 """
 
 from __future__ import annotations
