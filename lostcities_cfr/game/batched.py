@@ -11,11 +11,13 @@ The rules are those of :mod:`lostcities_cfr.game.reference`; differential tests
 and compare legal masks, features and scores at every step.
 
 Around it: :mod:`lostcities_cfr.game.packed` holds the bit layouts, lookup tables and
-flat offsets of the packed state below, :mod:`lostcities_cfr.game.encoding` the
-encoder that :meth:`GameBatch.encode` calls, and
+flat offsets of the packed state below, :mod:`lostcities_cfr.game.advance` the
+arithmetic of one step (a function of the state tensors), :mod:`lostcities_cfr.game.encoding`
+the encoder that :meth:`GameBatch.encode` calls, :mod:`lostcities_cfr.game.fused` the
+compiled kernels (``kernels="compiled"``), and
 :func:`lostcities_cfr.agents.random_actions.random_legal_actions` draws random play.
-This module stays one file of about 500 lines: the state layout, one step of the rules
-and the conversions to and from the reference engine read together.
+This module stays one file of about 550 lines: the state layout, the rules' checks and
+the conversions to and from the reference engine read together.
 
 **Batch-last storage.** State lives with the game index last (``[2, T, B]``):
 every elementwise rule then runs over one contiguous run of B values per
@@ -64,8 +66,9 @@ one flat ``index_select`` / ``index_add_`` per tensor, in which games that an
 action leaves alone address their own column of row 0 (in cache) rather than a
 random row.
 
-At about 530 lines the module is one class, the state and every rule that reads or writes
-it; its packing (``packed.py``) and encoder (``encoding.py``) already live beside it.
+The module is one class, the state and the rules that read it; its packing
+(``packed.py``), its step's arithmetic (``advance.py``) and its encoder (``encoding.py``)
+live beside it.
 """
 
 from __future__ import annotations
@@ -76,13 +79,11 @@ import torch
 
 from lostcities_cfr.errors import IllegalActionError
 from lostcities_cfr.game import fused
+from lostcities_cfr.game.advance import advance
 from lostcities_cfr.game.encoding import encode_batch
 from lostcities_cfr.game.fused import check_kernels, run_compiled
 from lostcities_cfr.game.packed import (
-    ACTION8,
     KNOWN,
-    Offsets,
-    Tables,
     flat_offsets,
     lookup_tables,
     pack_cards,
@@ -466,7 +467,7 @@ class GameBatch:
             self._check(actions)
         tables, offsets = lookup_tables(rules, self.device), flat_offsets(rules, self.device, B)
         args = (rules, tables, offsets, actions, *self.tensors().values())
-        new = run_compiled(_advance, *args) if self.kernels == "compiled" else _advance(*args)
+        new = run_compiled(advance, *args) if self.kernels == "compiled" else advance(*args)
         self._discarded, self._deck_pos, self._turn, self.done = new
         self._memo.clear()  # a new state
 
@@ -534,79 +535,6 @@ class GameBatch:
             self._discarded,
             viewer,
         ).t()
-
-
-def _advance(
-    rules: Rules,
-    tables: Tables,
-    offsets: Offsets,
-    actions: torch.Tensor,
-    hand_known: torch.Tensor,
-    played: torch.Tensor,
-    piles: torch.Tensor,
-    pile_len: torch.Tensor,
-    deck: torch.Tensor,
-    top: torch.Tensor,
-    deck_pos: torch.Tensor,
-    turn: torch.Tensor,
-    old_discarded: torch.Tensor,
-    done: torch.Tensor,
-) -> tuple[torch.Tensor, ...]:
-    """One action in every game (``GameBatch.step`` without its checks): updates the card
-    state (``_STATE``) in place and returns the new ``_FLAT`` tensors but ``done``'s.
-
-    A function of tensors, so that ``kernels="compiled"`` compiles it as it is.
-    """
-    B = actions.shape[0]
-    games = offsets.games
-    active = ~done
-    # legal actions imply the phase, so the action alone says what happens; finished
-    # games (which may pass anything) get the no-op action A (a copy: never the caller's)
-    a = actions.to(torch.int32, copy=True).masked_fill_(done, rules.n_actions)
-    effect = tables.action_effects.index_select(0, a)  # [B] int64: 8 int8 fields
-    effect = effect.view(torch.int8).view(B, len(ACTION8)).unbind(1)
-    discarded, deck_draw, pile_draw, pile_delta, hand_delta, card, play_rank, discard_rank = effect
-    # the action and the player to move (turn % 4 is player * 2 + phase)
-    player_action = torch.add(a, turn & 3, alpha=rules.n_actions + 1)
-
-    # Every update is one index_select / index_add_ on a flat view, one index per game
-    # (``row * B + game``). An action that leaves a tensor alone addresses row 0 of its
-    # own column, with a zero update: those reads and writes stay in cache and in order,
-    # where random rows of the large state tensors miss it.
-    # the pile a discard fills or a pile draw empties, and its slot
-    length_at = offsets.pile_row.index_select(0, a) + games  # [B] into [C, B]
-    length = pile_len.view(-1).index_select(0, length_at)  # [B] int8
-    slot = length * (pile_delta * pile_delta) - pile_draw  # discard: length, draw: length - 1
-    # slot-major piles ([L, C, B]): the slot's row is the pile's [C, B] row + slot * C * B
-    pile_at = torch.add(length_at, slot, alpha=rules.n_colors * B)
-    top_rank = piles.view(-1).index_select(0, pile_at) * pile_draw  # [B] int8
-    # the card a draw takes: the deck's next, or the top of the pile
-    deck_at = torch.addcmul(games, deck_pos, deck_draw, value=B)  # [B] into [N, B]
-    drawn = torch.addcmul(top_rank, deck.view(-1).index_select(0, deck_at), deck_draw)
-
-    # hands, expeditions and public copies at the card given or taken
-    hand_row = offsets.hand_row.index_select(0, player_action)
-    hand_row.add_(drawn, alpha=B)
-    hands_flat = hand_known.view(-1)
-    # a card leaving a hand makes one public copy private again (if it has one); a pile
-    # draw makes one public. Draws read row 0 of their column, and ignore it.
-    given = hands_flat.index_select(0, torch.addcmul(games, hand_row, card))  # [B] int8
-    public = pile_draw - card * (given >> tables.known_shift).clamp_(max=1)  # [B] -1/0/1
-    hands_flat.index_add_(0, hand_row + games, torch.add(hand_delta, public, alpha=KNOWN))
-    # a play adds its card to the expedition and raises its top (legal plays never lower it)
-    played_at = offsets.play_row.index_select(0, player_action) + offsets.games64
-    played.view(-1).index_add_(0, played_at, tables.action_played.index_select(0, a))
-    top.view(-1).scatter_reduce_(0, played_at, play_rank, "amax")
-
-    # piles: a discard fills slot ``length``, a pile draw clears the top slot, so that
-    # slots at and above ``pile_len`` hold 0 and both are one addition
-    piles.view(-1).index_add_(0, pile_at, discard_rank - top_rank)
-    pile_len.view(-1).index_add_(0, length_at, pile_delta)
-
-    deck_pos = deck_pos + deck_draw
-    turn = turn + active
-    done = done | (deck_pos >= rules.deck_size) | (turn >= rules.max_turns)
-    return torch.where(active, discarded, old_discarded), deck_pos, turn, done
 
 
 def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ A :class:`~lostcities_cfr.game.batched.GameBatch` made with ``kernels="compiled"
 its legal mask, its encoder and its step through ``torch.compile`` (Inductor): each
 becomes one to four generated kernels where the eager code makes 60 to 180 torch
 operator calls, and on a GPU every call is a kernel launch (``docs/performance.md``,
-"Compiled kernels"). The step compiles as it is (``batched._advance``); the mask and
+"Compiled kernels"). The step compiles as it is (``advance.advance``); the mask and
 the encoder are written again here because the eager ones write each block into a view
 of one buffer (``out=``), which Inductor turns into scalar loops over the whole buffer
 (100 times slower). These build each block apart and concatenate them: the same values,
