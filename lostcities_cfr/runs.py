@@ -110,7 +110,7 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
         ConfigError: names the folder, what it holds, and the ways out.
     """
     run_dir, checkpoint_dir = Path(run_dir), Path(checkpoint_dir)
-    if resume is not None and resume.resolve().parent == checkpoint_dir.resolve():
+    if _continues(resume, checkpoint_dir):
         return
     held = sorted(checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []
     held += sorted(run_dir.rglob(CONFIG_FILE)) if run_dir.is_dir() else []
@@ -144,8 +144,7 @@ def check_log_folders(
     Raises:
         ConfigError: names the logger, its folder and what it holds.
     """
-    own = checkpoint_dir is not None and Path(checkpoint_dir).resolve()
-    if resume is not None and resume.resolve().parent == own:
+    if checkpoint_dir is not None and _continues(resume, checkpoint_dir):
         return
     root = Path(run_dir).resolve()
     for name, folder in log_dirs.items():
@@ -159,6 +158,11 @@ def check_log_folders(
                 f"trainer.default_root_dir={run_dir}; its config.yaml would be replaced and "
                 "the logs mixed: set the logger's save_dir to the new run's folder too"
             )
+
+
+def _continues(resume: Path | None, checkpoint_dir: str | Path) -> bool:
+    """The run resumes from a checkpoint of its own checkpoint folder: that folder's run."""
+    return resume is not None and resume.resolve().parent == Path(checkpoint_dir).resolve()
 
 
 def check_max_epochs(checkpoint: dict[str, Any], max_epochs: int | None, path: Path) -> None:

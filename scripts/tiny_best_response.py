@@ -65,7 +65,7 @@ class FeatureRows:
         self.rules, self.features, self.legal = rules, features, legal
         self.batch_size, self.device = features.shape[0], features.device
         self.turn = torch.zeros(self.batch_size, dtype=torch.int64, device=self.device)
-        self.kernels = "eager"  # eager rules (GameBatch's kernels): nothing here to compile
+        self.compiled = False  # eager rules (GameBatch.compiled): nothing here to compile
 
     def encode(self) -> torch.Tensor:
         return self.features

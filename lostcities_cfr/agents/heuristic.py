@@ -153,7 +153,7 @@ class HeuristicAgent:
         self.params = params
 
     def act(self, batch: GameBatch) -> torch.Tensor:
-        if batch.kernels == "compiled":
+        if batch.compiled:
             return compiled_on(batch, _best_action, self)
         return _best_action(batch, self)
 

@@ -103,7 +103,7 @@ class ESCHERSampling(ValueBaselineSampler):
     def walk(self, games: GameBatch, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
         traverser, queue, generator = context.traverser, context.queue, context.generator
-        games, compiled = games.clone(), games.kernels == "compiled"
+        games, compiled = games.clone(), games.compiled
         walker = torch.arange(B, device=device)  # [b] the trajectory of each row
         # The decision at which each trajectory turns on-policy (counted from its start).
         switch = games.turn + torch.randint(
@@ -264,8 +264,8 @@ class _Step:
         switch: torch.Tensor,
         traverser: int,
     ) -> _Step:
-        compiled = games.kernels == "compiled"
         args = (sampler, alive, switch, traverser)
+        compiled = games.compiled
         masks = compiled_on(games, _step_masks, *args) if compiled else _step_masks(games, *args)
         return cls(games.legal_mask(), *masks, compiled)
 

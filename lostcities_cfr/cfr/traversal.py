@@ -102,7 +102,7 @@ def current_strategies(
     ``counts`` (how many of ``rows`` each player moves in, read already) spares the
     host synchronisation of splitting them by player.
     """
-    B, compiled = games.batch_size, games.kernels == "compiled"
+    B, compiled = games.batch_size, games.compiled
     player = games.current_player  # [B]
     if rows is None:
         rows = torch.arange(B, device=legal.device)

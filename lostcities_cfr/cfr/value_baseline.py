@@ -150,7 +150,7 @@ class ValueBaselineSampler(Sampler):
         if count is None:
             parent, action = legal.nonzero(as_tuple=True)  # [c] one per child
         else:
-            child = static_rows(legal.view(-1), count, games.kernels == "compiled")  # [c]
+            child = static_rows(legal.view(-1), count, games.compiled)  # [c]
             parent, action = child // A, child % A
         children = games.select(rows[parent])
         children.step(action, check=False)

@@ -352,6 +352,11 @@ class GameBatch:
         self._memo.pop("legal_mask", None)  # finished games have no legal action
 
     @property
+    def compiled(self) -> bool:
+        """The rules run as compiled kernels (``kernels="compiled"``)."""
+        return self.kernels == "compiled"
+
+    @property
     def device(self) -> torch.device:
         return self.done.device
 
@@ -401,7 +406,7 @@ class GameBatch:
         return self._memo["legal_mask"]
 
     def _legal_mask(self) -> torch.Tensor:
-        if self.kernels == "compiled":
+        if self.compiled:
             return run_compiled(
                 fused.legal_mask,
                 self.rules,
@@ -467,7 +472,7 @@ class GameBatch:
             self._check(actions)
         tables, offsets = lookup_tables(rules, self.device), flat_offsets(rules, self.device, B)
         args = (rules, tables, offsets, actions, *self.tensors().values())
-        new = run_compiled(advance, *args) if self.kernels == "compiled" else advance(*args)
+        new = run_compiled(advance, *args) if self.compiled else advance(*args)
         self._discarded, self._deck_pos, self._turn, self.done = new
         self._memo.clear()  # a new state
 
@@ -519,9 +524,8 @@ class GameBatch:
         return self._memo["encode"]
 
     def _encode(self, player: torch.Tensor | None) -> torch.Tensor:
-        if self.kernels == "eager":
+        if not self.compiled:
             return encode_batch(self, player)
-        viewer = None if player is None else player.to(self._turn.dtype)
         return run_compiled(
             fused.encode,
             self.rules,
@@ -533,7 +537,7 @@ class GameBatch:
             self._turn,
             self._deck_pos,
             self._discarded,
-            viewer,
+            player,
         ).t()
 
 

@@ -166,7 +166,7 @@ def encode_history(batch: GameBatch) -> torch.Tensor:
     opponent's hand (copies per type) and the deck's contents (copies per type, in no
     order): everything but the deck's order, which no player may condition on.
     """
-    if batch.kernels == "compiled":
+    if batch.compiled:
         return compiled_on(batch, _encode_history)
     return _encode_history(batch)
 

@@ -150,7 +150,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             ``compiled`` (``torch.compile``: the legal mask, the encoder and the step as a
             few generated kernels each, ``game/fused.py``; equal values, a few seconds to
             compile at the start). For a GPU, where each operator call is a kernel launch;
-            on two CPU cores eager is as fast (``docs/performance.md``).
+            on two CPU cores eager is faster (``docs/performance.md``).
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
