@@ -62,7 +62,7 @@ from lostcities_cfr.training.checkpoint import (
     hyperparameters,
     read_checkpoint,
 )
-from lostcities_cfr.training.module import DeepCFR
+from lostcities_cfr.training.module import DeepCFR, check_update_graphs
 
 DEFAULT_ROOT_DIR = "runs/deep_cfr"
 TRAINER_DEFAULTS = {
@@ -209,6 +209,8 @@ class DeepCFRCLI(LightningCLI):
     def after_instantiate_classes(self) -> None:
         if self.subcommand != "fit":
             return
+        if self.model.hparams.get("update_graphs"):  # refused here, before anything is written
+            check_update_graphs(self.trainer.strategy.root_device, str(self.trainer.precision))
         _time_limit_between_iterations(self.trainer, self.config.fit.trainer.max_time)
         self.trainer.callbacks.append(InterruptGuard())
         if not _first_process():

@@ -48,6 +48,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "alternate_updates",
         "optimizer_kernel",
         "engine_kernels",
+        "update_graphs",
     }
 )
 """Model arguments a resume may change. The others (rules, networks, sampler, traversals per

@@ -24,13 +24,16 @@ the same trajectories, in one process, taking turns: first timed, then under
 
 Then one network's update (a batch from its reservoir, forward, loss, backward, clip,
 Adam's step) at batch sizes 512 to 32,768 with each of Adam's kernels (``for-loop``,
-``foreach``, ``fused``): milliseconds and operator calls. On a CPU Adam's step reads each
+``foreach``, ``fused``): milliseconds and operator calls; with ``--update-graphs`` (CUDA)
+also with the forward, loss and backward replayed as CUDA graphs (``update_graphs``), whose
+replays the profiler counts as the calls around them (a graph's kernels are no ``aten::``
+call). On a CPU Adam's step reads each
 parameter's step count (``_local_scalar_dense``), a read with nothing to wait for; fused
 and capturable CUDA kernels keep it on the device.
 
     python scripts/bench_overhead.py --reference                  # the table
     python scripts/bench_overhead.py --engine eager compiled --networks eager compiled
-    python scripts/bench_overhead.py --device cuda --walkers 8 64 1024 8192 65536 --json
+    python scripts/bench_overhead.py --device cuda --walkers 8 64 1024 8192 65536 --update-graphs
 """
 
 from __future__ import annotations
@@ -298,10 +301,14 @@ def breakdown(model: DeepCFR, walkers: int, device: str, engine: str) -> dict[st
     return {label: n / stats.steps for label, n in calls.most_common()}
 
 
-def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> dict:
+def update_row(
+    model: DeepCFR, batch_size: int, device: str, repeats: int, graphs: bool = False
+) -> dict:
     """``repeats`` updates of ``advantage_p0`` at ``batch_size`` rows, timed, then one
-    profiled."""
+    profiled; with ``graphs`` replayed as CUDA graphs (``training/graphs.py``: the warm-up
+    update records them)."""
     model.hparams.batch_size = batch_size
+    model.hparams.update_graphs = graphs
     optimizer = model.optimizers()[0]
     model.start_updates()
 
@@ -318,6 +325,7 @@ def update_row(model: DeepCFR, batch_size: int, device: str, repeats: int) -> di
     calls = operator_calls(update)
     return {
         "kernel": model.hparams.optimizer_kernel,
+        "graphs": graphs,
         "batch": batch_size,
         "ms_per_update": 1000 * seconds,
         "ops_per_update": sum(calls.by_name.values()),
@@ -347,6 +355,11 @@ def main() -> None:
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS))
     parser.add_argument("--repeats", type=int, default=10, help="timed updates per batch size")
     parser.add_argument("--reference", action="store_true", help="also main's walk, side by side")
+    parser.add_argument(
+        "--update-graphs",
+        action="store_true",
+        help="also each update replayed as CUDA graphs (DeepCFR update_graphs; CUDA only)",
+    )
     for option, what in (
         (
             "--engine",
@@ -361,6 +374,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.update_graphs and not args.device.startswith("cuda"):
+        parser.error(
+            f"--update-graphs records CUDA graphs: it needs --device cuda, not {args.device}"
+        )
     torch.set_num_threads(args.threads)
     torch._inductor.config.cpp.enable_kernel_profile = True  # generated CPU kernels, by name
     # the walk as it is on each engine; main's walk knows no compiled engine: eager only
@@ -384,7 +401,10 @@ def main() -> None:
     for kernel in args.kernels:
         model = classic_strong_model(args.device, kernel)
         fill(model, args.device)
-        updates += [update_row(model, b, args.device, args.repeats) for b in args.batches]
+        for graphs in (False, True) if args.update_graphs else (False,):
+            updates += [
+                update_row(model, b, args.device, args.repeats, graphs) for b in args.batches
+            ]
     result = {
         "device": args.device,
         "threads": args.threads,
@@ -413,12 +433,13 @@ def main() -> None:
         )
     print("\nupdates of one advantage network")
     print(
-        f"{'kernel':<9} {'batch':>8} {'ms':>9} {'ops':>6} {'top':>6} {'compute':>8} "
+        f"{'kernel':<9} {'graphs':<6} {'batch':>8} {'ms':>9} {'ops':>6} {'top':>6} {'compute':>8} "
         f"{'syncs':>6} {'rows/s':>12}"
     )
     for r in updates:
         print(
-            f"{r['kernel']:<9} {r['batch']:>8} {r['ms_per_update']:>9.2f} "
+            f"{r['kernel']:<9} {'yes' if r['graphs'] else 'no':<6} {r['batch']:>8} "
+            f"{r['ms_per_update']:>9.2f} "
             f"{r['ops_per_update']:>6} {r['top_ops_per_update']:>6} "
             f"{r['compute_ops_per_update']:>8} {r['syncs_per_update']:>6} {r['rows_per_s']:>12,.0f}"
         )

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 24 in one prepared script, at most 8 minutes on one H200: the GPU
-# tests, the fixed costs per step (bench_overhead.py, eager, then the engine and networks
-# compiled), the calculus (quick, one round), a
+# tests, the fixed costs per step and per update (bench_overhead.py, eager, the updates also
+# as CUDA graphs, then the engine and networks compiled), the calculus (quick, one round), a
 # short fit of configs/classic_gpu.yaml and a 1000-game evaluation of what it left. Every
 # figure lands in one folder ($OUT, else runs/gpu_check).
 #
@@ -27,12 +27,14 @@ if [ "$DEVICE" = cpu ]; then  # small enough for two cores
   FIT_ARGS=(--trainer.accelerator cpu --model.sampler.init_args.walkers 256
             --model.traversals_per_player 256 --model.batch_size 1024
             --model.advantage_updates 4 --model.strategy_updates 2 --model.value_updates 4)
+  UPDATE_GRAPHS=  # CUDA graphs need CUDA
   TEST_MARK="gpu or not gpu"; TESTS=(tests/training/test_gpu.py tests/cfr/test_escher_static.py)
   CALCULUS=(--smoke)
 else
   WALKERS="8 64 1024 8192 65536"; BATCHES="512 2048 8192 32768"; FIT_TIME=00:00:01:30
   FIT_LIMIT=100; BENCH_LIMIT=120; COMPILED_WALKERS="1024 16384"; COMPILED_LIMIT=70
   CALCULUS_LIMIT=100
+  UPDATE_GRAPHS=--update-graphs  # the updates also replayed as CUDA graphs (update_graphs)
   GAMES=1000; FIT_ARGS=(); TEST_MARK=gpu; TESTS=(tests); CALCULUS=(--quick --rounds 1)
 fi
 
@@ -51,7 +53,7 @@ torch.cuda.get_device_name())" >> "$OUT/summary.txt" 2>&1
 step pytest_gpu 60 python3 -m pytest -m "$TEST_MARK" -q -p no:cacheprovider "${TESTS[@]}"
 # shellcheck disable=SC2086
 step bench_overhead "$BENCH_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" --reference \
-  --walkers $WALKERS --batches $BATCHES --repeats 5 --json
+  --walkers $WALKERS --batches $BATCHES --repeats 5 --json $UPDATE_GRAPHS
 # the engine and the networks compiled (game/fused.py): operator calls and generated kernels
 # per step, against the eager rows above (compiling takes part of the limit)
 # shellcheck disable=SC2086

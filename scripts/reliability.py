@@ -219,6 +219,10 @@ CASES = [
         "a new folder for a run whose logger still logs into a used one",
         [*FIT, "--trainer.default_root_dir", "moved-only"],
     ),
+    Case(
+        "CUDA graphs for the updates on a CPU",
+        [*FIT, *folder("graphs"), "--model.update_graphs", "true"],
+    ),
 ]
 
 

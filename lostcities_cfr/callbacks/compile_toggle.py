@@ -76,6 +76,15 @@ class CompileToggle(TraversalCallback):
         self.warmup = warmup
         self.seconds: float | None = None  # this iteration's switch and warm-up
 
+    def setup(self, trainer: pl.Trainer, pl_module: DeepCFR, stage: str) -> None:
+        if self.training and pl_module.hparams.get("update_graphs"):
+            # Both would replace the training forward; a graph of a compiled handle is untried.
+            raise ConfigError(
+                "CompileToggle training=True and DeepCFR update_graphs=True both replace the "
+                "training forward; keep one (CompileToggle training=None, or update_graphs: "
+                "false)"
+            )
+
     def on_traversal_start(self, trainer: pl.Trainer, pl_module: DeepCFR) -> None:
         self.seconds = None
         if pl_module.iteration < self.from_iteration:

@@ -76,6 +76,7 @@ from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
+from lostcities_cfr.training.graphs import UpdateGraphs
 from lostcities_cfr.training.loop import PLAYERS, CFRIteration
 
 # The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
@@ -151,6 +152,10 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             few generated kernels each, ``game/fused.py``; equal values, a few seconds to
             compile at the start). For a GPU, where each operator call is a kernel launch;
             on two CPU cores eager is faster (``docs/performance.md``).
+        update_graphs: record each network's training forward, loss and backward as CUDA
+            graphs at its first update and replay them at every later one (``graphs.py``):
+            two launches an update instead of hundreds, the same kernels on the same
+            memory. CUDA only; not with mixed precision or ``CompileToggle(training=True)``.
         color_augmentation: relabel the colours of every training row by a random
             permutation (``game/symmetry.py``): the rules treat colours alike, so each row
             stands for ``C!`` equal ones (120 in the classic game).
@@ -193,6 +198,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         alternate_updates: bool = False,
         optimizer_kernel: Literal["auto", "for-loop", "foreach", "fused"] = "auto",
         engine_kernels: Literal["eager", "compiled"] = "eager",
+        update_graphs: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -240,6 +246,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         # What training steps call in place of the network of that name: a compiled handle
         # on the same parameters (CompileToggle), so state_dict keys never change.
         self.compiled_networks: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {}
+        self.update_graphs = UpdateGraphs()  # used with update_graphs=True
         # Built in setup("fit") on the training device (millions of rows: not for validate
         # or for loading an agent).
         self.advantage_buffers: list[ReservoirBuffer] = []
@@ -327,6 +334,8 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         if self.strategy_buffer is not None:
             return
         device = self.trainer.strategy.root_device
+        if self.hparams.update_graphs:
+            check_update_graphs(device, str(self.trainer.precision))
         rank = self.trainer.global_rank
         seed = self.hparams.seed + 1000 * rank  # every rank walks its own games
         F, A = feature_size(self.rules), self.rules.n_actions
@@ -494,6 +503,21 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+
+def check_update_graphs(device: torch.device, precision: str) -> None:
+    """Refuse ``update_graphs=True`` where CUDA graphs cannot record the updates."""
+    if device.type != "cuda":
+        raise ConfigError(
+            f"DeepCFR update_graphs=True records the updates as CUDA graphs, which needs a "
+            f"CUDA device; this run trains on {device.type} (--trainer.accelerator gpu, or "
+            "update_graphs: false)"
+        )
+    if "mixed" in precision:
+        raise ConfigError(
+            f"DeepCFR update_graphs=True cannot record under precision={precision!r} "
+            "(autocast caches casts across a graph's replays); use 32-true or bf16-true"
+        )
 
 
 def _resolve_rules(rules: str | Rules) -> Rules:

@@ -88,3 +88,12 @@ def test_toggling_nothing_or_before_iteration_one_is_refused():
         CompileToggle(inference=None, training=None)
     with pytest.raises(ConfigError, match="from_iteration=0"):
         CompileToggle(from_iteration=0)
+
+
+def test_compiling_the_training_forward_is_refused_beside_update_graphs(tmp_path):
+    # Both replace the training forward; checked at setup, before any iteration runs.
+    model = tiny_model(update_graphs=True)
+    toggle = CompileToggle(inference=None, training=True, **QUICK)
+    with pytest.raises(ConfigError, match="training=True and DeepCFR update_graphs=True"):
+        fit(tmp_path, [toggle], max_epochs=1, model=model)
+    assert model.strategy_buffer is None

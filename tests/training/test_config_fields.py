@@ -14,7 +14,9 @@ from run_probes import NETWORKS, IterationProbe, RecordingExternalSampling, larg
 from tiny_training import fit, tiny_model
 
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.training import DeepCFR
+from lostcities_cfr.training.module import check_update_graphs
 
 SMALL = {
     "traversals_per_player": 8,
@@ -111,3 +113,16 @@ def test_weight_exponent_changes_training_once_rows_of_two_iterations_are_mixed(
     for i, name in enumerate(NETWORKS):
         assert largest_change(first[0][i], first[1][i]) == 0, name
         assert largest_change(second[0][i], second[1][i]) > 1e-4, name
+
+
+def test_update_graphs_is_refused_off_cuda_before_anything_is_built():
+    model = tiny_model(**SMALL, update_graphs=True)
+    with pytest.raises(ConfigError, match=r"update_graphs=True .* CUDA device; .* on cpu"):
+        fit(model, 1)
+    assert model.strategy_buffer is None  # refused in setup, before the reservoirs
+
+
+def test_update_graphs_is_refused_under_mixed_precision():
+    with pytest.raises(ConfigError, match=r"precision='bf16-mixed'"):
+        check_update_graphs(torch.device("cuda"), "bf16-mixed")
+    check_update_graphs(torch.device("cuda"), "32-true")  # what it records under

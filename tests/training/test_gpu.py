@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -95,3 +96,45 @@ def test_the_queue_times_cuda_forwards_by_events_without_waiting_for_the_device(
     stats = queue.stats()
     assert (stats.calls, stats.rows, stats.padded_rows) == (3, 300, 3 * 156)
     assert stats.policy_network_seconds > 0
+
+
+def test_graphed_updates_train_as_eager_ones_do_and_never_wait_for_the_device():
+    model = classic_model()
+    fit(model, max_epochs=1, accelerator="gpu", devices=1)  # reservoirs filled on the GPU
+    net, optimizer = model.advantage_nets[0], model.optimizers()[0]
+    start = (
+        {k: v.clone() for k, v in net.state_dict().items()},
+        copy.deepcopy(optimizer.optimizer.state_dict()),
+        model.batch_generator.get_state(),
+    )
+    trained = {}
+    for graphs in (False, True):
+        net.load_state_dict(start[0])  # in place: the parameters keep their memory
+        optimizer.optimizer.load_state_dict(start[1])
+        model.batch_generator.set_state(start[2])
+        model.hparams.update_graphs = graphs
+        model.start_updates()
+        model.update_network("advantage_p0", optimizer)  # records the graphs when on
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(4):
+                    model.update_network("advantage_p0", optimizer)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert not [w for w in caught if "synchroniz" in str(w.message)], graphs
+        trained[graphs] = {k: v.clone() for k, v in net.state_dict().items()}
+    assert len(model.update_graphs) == 1
+    # The same kernels on the same rows; cuBLAS may pick another algorithm under capture.
+    torch.testing.assert_close(trained[True], trained[False], rtol=1e-4, atol=1e-5)
+    assert any(not torch.equal(trained[True][k], v) for k, v in start[0].items())
+
+
+def test_an_iteration_with_graphed_updates_trains_every_network_on_cuda():
+    model = classic_model(update_graphs=True)
+    fit(model, max_epochs=2, accelerator="gpu", devices=1)
+    for name in ("advantage_p0", "advantage_p1", "strategy", "value"):
+        loss = model.iteration_metrics[f"loss/{name}"]
+        assert loss == loss and loss < float("inf"), name
+    assert len(model.update_graphs) == 4  # one per network: the batch's shape never changed
