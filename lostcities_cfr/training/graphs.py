@@ -29,7 +29,8 @@ LossFunction = Callable[..., torch.Tensor]  # (outputs, legal, targets, iteratio
 
 class NetworkLoss(nn.Module):
     """``loss_fn(net(features), legal, targets, iteration, exponent)``: a training step's
-    forward and loss as one module (the eager update calls it too, so both run one code).
+    forward and loss as one module, what the graphs record (the eager update computes the
+    same expression inline; ``tests/training/test_graphs.py`` holds the two routes equal).
 
     Args:
         net: the network (a compiled handle on it works as well, eagerly).
