@@ -44,6 +44,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "round-robin duplicate matches between agents; ratings with 95% intervals",
     ),
+    "nashconv": (
+        "lostcities_cfr.nashconv_cli",
+        "main",
+        "exact NashConv of an agent on a small game (kuhn_poker, leduc_poker, tiny, OpenSpiel)",
+    ),
     "report": (
         "lostcities_cfr.report",
         "main",

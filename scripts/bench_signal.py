@@ -79,7 +79,7 @@ def build_queue(network: NetworkConfig, ckpt: str | None) -> InferenceQueue:
 def context(queue: InferenceQueue, traverser: int, seed: int) -> TraversalContext:
     F, H, A = feature_size(RULES), history_feature_size(RULES), RULES.n_actions
     return TraversalContext(
-        rules=RULES,
+        game=RULES,
         traverser=traverser,
         iteration=2,
         queue=queue,

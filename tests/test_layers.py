@@ -29,6 +29,7 @@ LAYERS = [
         "evaluate_cli",
         "exploit_cli",
         "league_cli",
+        "nashconv_cli",
         "play",
         "report",
         "runs",

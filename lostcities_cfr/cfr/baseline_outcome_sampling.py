@@ -45,8 +45,7 @@ from lostcities_cfr.cfr.traversal import (
     sample_actions,
 )
 from lostcities_cfr.cfr.value_baseline import ValueBaselineSampler, submit_state_values
-from lostcities_cfr.game import GameBatch
-from lostcities_cfr.game.encoding import encode_history
+from lostcities_cfr.game.protocol import BatchedGames
 
 
 class BaselineOutcomeSampling(ValueBaselineSampler):
@@ -73,7 +72,7 @@ class BaselineOutcomeSampling(ValueBaselineSampler):
         super().__init__(walkers, utility_scale, exploration, guide, guide_weight, max_decisions)
         self.clip = clip
 
-    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+    def walk(self, games: BatchedGames, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
         traverser, queue, generator = context.traverser, context.queue, context.generator
         games = games.clone()
@@ -111,7 +110,7 @@ class BaselineOutcomeSampling(ValueBaselineSampler):
             is_mine = mover[rows] == traverser
             step = _Decisions(
                 walker=walker[rows],
-                history=encode_history(games.select(rows)).half(),
+                history=games.select(rows).encode_history().half(),
                 side=torch.where(is_mine, 1.0, -1.0),  # the mover's return per traverser's
                 mine=is_mine.nonzero().squeeze(1),
             )

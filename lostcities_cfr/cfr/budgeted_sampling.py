@@ -62,6 +62,10 @@ class BudgetedSampling(Sampler):
         max_branches: the most branch nodes per traversal (the cost bound).
     """
 
+    # Its record arrays are sized by Lost Cities' encoding and it grows its batch with
+    # ``GameBatch.cat``: DeepCFR refuses it in another game.
+    lost_cities_only = True
+
     @checked
     def __init__(
         self,

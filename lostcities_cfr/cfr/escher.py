@@ -7,7 +7,7 @@ Each traversal is one trajectory. The opponent plays its current strategy ``sigm
 traverser plays a fixed *sampling policy* ``mu`` with full support (a mixture of uniform
 play, a guide agent such as ``heuristic:balanced``, and ``sigma`` itself). The history
 value network ``V(s)`` sees the whole state (both hands, and the deck's contents but not
-its order: :func:`~lostcities_cfr.game.encoding.encode_history`) and estimates the return
+its order: ``BatchedGames.encode_history``) and estimates the return
 of the player to move when both players follow ``sigma`` from ``s`` on. At a traverser
 decision ``h`` every legal action ``a`` is tried on a copy of the game, and the child
 ``h.a`` is valued by the network (by its score where the round ends there), from the
@@ -65,9 +65,8 @@ from lostcities_cfr.cfr.traversal import (
     static_rows,
 )
 from lostcities_cfr.cfr.value_baseline import VALUE_NETWORK, ValueBaselineSampler, value_mask
-from lostcities_cfr.game import GameBatch
-from lostcities_cfr.game.encoding import encode_history
 from lostcities_cfr.game.fused import compiled_on, run_compiled
+from lostcities_cfr.game.protocol import BatchedGames
 
 
 class ESCHERSampling(ValueBaselineSampler):
@@ -100,7 +99,7 @@ class ESCHERSampling(ValueBaselineSampler):
         self.switch_range = switch_range
         self.td_lambda = td_lambda
 
-    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+    def walk(self, games: BatchedGames, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
         traverser, queue, generator = context.traverser, context.queue, context.generator
         games, compiled = games.clone(), games.compiled
@@ -141,7 +140,7 @@ class ESCHERSampling(ValueBaselineSampler):
             # td_lambda = 1 the on-policy states' own values would go unread.
             if n.valued:
                 valued = static_rows(step.valued, n.valued, compiled)  # [v]
-                history = encode_history(games)[valued]  # [v, H] (games' encoding is kept)
+                history = games.encode_history()[valued]  # [v, H] (games' encoding is kept)
                 priced = static_rows(step.priced[valued], n.priced, compiled)  # [p] into valued
                 if n.priced:
                     asked = valued[priced]
@@ -259,7 +258,7 @@ class _Step:
     def of(
         cls,
         sampler: ESCHERSampling,
-        games: GameBatch,
+        games: BatchedGames,
         alive: torch.Tensor,
         switch: torch.Tensor,
         traverser: int,
@@ -277,7 +276,7 @@ class _Step:
 
 
 def _step_masks(
-    games: GameBatch,
+    games: BatchedGames,
     sampler: ESCHERSampling,
     alive: torch.Tensor,
     switch: torch.Tensor,

@@ -36,7 +36,7 @@ from lostcities_cfr.cfr.traversal import (
     sample_actions,
 )
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.game import GameBatch
+from lostcities_cfr.game.protocol import BatchedGames
 
 
 @dataclass
@@ -77,7 +77,7 @@ class ExternalSampling(Sampler):
         super().__init__(walkers, utility_scale)
         self.max_frontier = max_frontier
 
-    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+    def walk(self, games: BatchedGames, context: TraversalContext) -> None:
         traverser = context.traverser
         levels: list[_Level] = []
         frontier = games

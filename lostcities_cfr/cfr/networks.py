@@ -95,10 +95,16 @@ class NetworkConfig:
             )
         return cls(**cls.PRESETS[name])
 
+    @property
+    def needs_rules(self) -> bool:
+        """ColorNet and ``hidden_features`` read Lost Cities' feature blocks: they need its
+        rules."""
+        return self.architecture == "colors" or bool(self.hidden_features)
+
     def build(self, n_features: int, n_actions: int, rules: Rules | None = None) -> nn.Module:
         """A freshly initialised network of this shape; ColorNet and ``hidden_features``
         need the ``rules`` the features and outputs follow."""
-        if rules is None and (self.architecture == "colors" or self.hidden_features):
+        if rules is None and self.needs_rules:
             raise ConfigError(
                 "a NetworkConfig with architecture='colors' or hidden_features needs the rules"
             )

@@ -36,7 +36,7 @@ from lostcities_cfr.cfr.traversal import (
     live_rows,
     sample_actions,
 )
-from lostcities_cfr.game import GameBatch
+from lostcities_cfr.game.protocol import BatchedGames
 
 # Importance weights are capped at e^600 (~1e260): far beyond anything a float32 target
 # holds, and low enough that multiplying by a utility never overflows float64 into inf
@@ -74,7 +74,7 @@ class OutcomeSampling(Sampler):
         self.reach_weighted = reach_weighted
         self.target_clip = target_clip
 
-    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+    def walk(self, games: BatchedGames, context: TraversalContext) -> None:
         B, device = games.batch_size, games.device
         traverser, generator = context.traverser, context.generator
         games = games.clone()

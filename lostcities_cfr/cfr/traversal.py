@@ -3,13 +3,14 @@
 a traversal step.
 
 A sampler walks many games at once (Deep CFR, Brown, Lerer, Gross & Sandholm,
-2019): the walkers are one :class:`~lostcities_cfr.game.GameBatch`, one row per
+2019): the walkers are one batch of games (the game protocol,
+:class:`~lostcities_cfr.game.protocol.BatchedGames`), one row per
 node of every concurrent traversal, and all of them advance in lockstep. At
 each step :func:`current_strategies` sends the features and legal masks of all
 rows to the inference queue (one submit per network: player 0's rows to
 ``advantage_p0``, player 1's to ``advantage_p1``) and flushes once; the sampler
 then picks actions (:func:`sample_actions`) or forks rows
-(``GameBatch.select`` with repeated indices) and steps the whole batch. No
+(``select`` with repeated indices) and steps the whole batch. No
 Python loop runs per walker or per node.
 
 The samplers (``docs/algorithms.md`` gives each one's estimator and bias):
@@ -23,7 +24,7 @@ The samplers (``docs/algorithms.md`` gives each one's estimator and bias):
   trajectory that branches on every legal action at a few traverser nodes and
   values each branch by one playout; bounded cost, for full-size games.
 
-Utilities are the zero-sum ``GameBatch.returns()`` of the traverser (the score
+Utilities are the zero-sum ``returns()`` of the traverser (the score
 difference) divided by ``utility_scale``, so targets can be kept O(1) for the
 networks (for classic rules, where differences run to a few hundred points,
 ``utility_scale=100`` is a natural choice). Regret matching is invariant to the
@@ -41,8 +42,10 @@ import torch
 from lostcities_cfr.arguments import PositiveFloat, PositiveInt, checked
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
-from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.game import Rules
 from lostcities_cfr.game.fused import run_compiled
+from lostcities_cfr.game.lost_cities import as_game
+from lostcities_cfr.game.protocol import BatchedGames, Game
 from lostcities_cfr.inference import InferenceQueue
 
 ADVANTAGE_NETWORKS = ("advantage_p0", "advantage_p1")  # queue names of each player's network
@@ -86,7 +89,7 @@ class TraversalStats:
 
 def current_strategies(
     queue: InferenceQueue,
-    games: GameBatch,
+    games: BatchedGames,
     features: torch.Tensor,
     legal: torch.Tensor,
     rows: torch.Tensor | None = None,
@@ -157,8 +160,8 @@ def _scattered_rows(mask: torch.Tensor, count: int) -> torch.Tensor:
 
 
 def live_rows(
-    games: GameBatch, per_row: Sequence[torch.Tensor]
-) -> tuple[GameBatch, list[torch.Tensor], torch.Tensor, torch.Tensor] | None:
+    games: BatchedGames, per_row: Sequence[torch.Tensor]
+) -> tuple[BatchedGames, list[torch.Tensor], torch.Tensor, torch.Tensor] | None:
     """The next step's rows of a lockstep walk: ``(games, per_row, alive [b], live [n])``.
 
     Finished games stay in the batch (they ignore their actions) until the live ones are at
@@ -214,7 +217,8 @@ class TraversalContext:
     :meth:`add_strategy_rows`, which count them and time the writes in :attr:`stats`.
 
     Args:
-        rules: the variant played.
+        game: the game played (a :class:`Game`; Lost Cities rules or a preset name are
+            taken as :class:`~lostcities_cfr.game.lost_cities.LostCities`).
         traverser: the player whose regrets this epoch samples (0 or 1).
         iteration: the CFR iteration (1-based); every row is tagged with it.
         queue: the inference queue, with the networks above registered.
@@ -226,7 +230,7 @@ class TraversalContext:
             ``"eager"`` torch calls or ``"compiled"`` kernels.
     """
 
-    rules: Rules
+    game: Game | Rules | str
     traverser: int
     iteration: int
     queue: InferenceQueue
@@ -238,6 +242,7 @@ class TraversalContext:
     stats: TraversalStats = field(default_factory=TraversalStats)
 
     def __post_init__(self) -> None:
+        self.game = as_game(self.game)
         if self.traverser not in (0, 1):
             raise ValueError(f"traverser={self.traverser}; it must be 0 or 1")
 
@@ -321,20 +326,20 @@ class Sampler:
             size = min(self.walkers, n_traversals - dealt)
             generator = context.generator
             seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
-            games = GameBatch.new(
-                context.rules, size, seed=seed, device=generator.device, kernels=context.kernels
+            games = context.game.new_batch(
+                size, seed=seed, device=generator.device, kernels=context.kernels
             )
             self.traverse_games(games, context)
             dealt += size
         context.stats.seconds += time.perf_counter() - start
         return context.stats
 
-    def traverse_games(self, games: GameBatch, context: TraversalContext) -> None:
+    def traverse_games(self, games: BatchedGames, context: TraversalContext) -> None:
         """One traversal from each game of ``games`` (any states, left unchanged)."""
         context.stats.traversals += games.batch_size
         self.walk(games, context)
 
-    def walk(self, games: GameBatch, context: TraversalContext) -> None:
+    def walk(self, games: BatchedGames, context: TraversalContext) -> None:
         """The sampler's algorithm: one traversal from each game of ``games``.
 
         Subclasses implement it and leave ``games`` unchanged (step a clone); rows go
@@ -344,7 +349,7 @@ class Sampler:
         raise NotImplementedError
 
     def utility(
-        self, games: GameBatch, traverser: int, rows: torch.Tensor | None = None
+        self, games: BatchedGames, traverser: int, rows: torch.Tensor | None = None
     ) -> torch.Tensor:
         """The traverser's return divided by ``utility_scale``: [B] float32 for every game,
         or [n] for the games at ``rows`` only (scoring a few ended games of a large

@@ -5,7 +5,7 @@ sampling policy, and the value of every child of a decision.
 :class:`~lostcities_cfr.cfr.baseline_outcome_sampling.BaselineOutcomeSampling` both value a
 decision's actions by a learned history value network ``V(s)``, evaluated on the
 decision's children: ``V`` sees the whole state (both hands, and the deck's contents but
-not its order: :func:`~lostcities_cfr.game.encoding.encode_history`) and estimates the
+not its order: ``BatchedGames.encode_history``) and estimates the
 return of the player to move there when both players follow the current strategy
 ``sigma``. The training module builds the network when a sampler names it
 (:attr:`ValueBaselineSampler.value_network`), registers it in the inference queue under that
@@ -29,8 +29,7 @@ from lostcities_cfr.arguments import (
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.traversal import Sampler, TraversalContext, static_rows
 from lostcities_cfr.errors import AgentSpecError, ConfigError
-from lostcities_cfr.game import GameBatch
-from lostcities_cfr.game.encoding import encode_history
+from lostcities_cfr.game.protocol import BatchedGames
 from lostcities_cfr.inference import InferenceQueue, Ticket
 
 VALUE_NETWORK = "value"  # the queue name of the history value network
@@ -41,9 +40,9 @@ def value_mask(rows: torch.Tensor) -> torch.Tensor:
     return torch.ones(len(rows), 1, dtype=torch.bool, device=rows.device)
 
 
-def submit_state_values(queue: InferenceQueue, games: GameBatch, rows: torch.Tensor) -> Ticket:
+def submit_state_values(queue: InferenceQueue, games: BatchedGames, rows: torch.Tensor) -> Ticket:
     """Queue ``V`` of the games at ``rows`` [n] (for their player to move); result [n, 1]."""
-    return queue.submit(VALUE_NETWORK, encode_history(games.select(rows)), value_mask(rows))
+    return queue.submit(VALUE_NETWORK, games.select(rows).encode_history(), value_mask(rows))
 
 
 class ValueBaselineSampler(Sampler):
@@ -91,7 +90,7 @@ class ValueBaselineSampler(Sampler):
         self.guide_weight = guide_weight
         self.max_decisions = max_decisions
 
-    def traverse_games(self, games: GameBatch, context: TraversalContext) -> None:
+    def traverse_games(self, games: BatchedGames, context: TraversalContext) -> None:
         if context.value_buffer is None:
             raise ConfigError(
                 f"{type(self).__name__} needs a history value network and its buffer; the "
@@ -100,7 +99,7 @@ class ValueBaselineSampler(Sampler):
         super().traverse_games(games, context)
 
     def sampling_policy(
-        self, games: GameBatch, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
+        self, games: BatchedGames, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
     ) -> torch.Tensor:
         """The traverser's sampling policy ``mu`` [n, A] at the games ``rows`` [n] of ``games``,
         given their ``sigma`` and ``legal`` ([n, A])."""
@@ -114,7 +113,7 @@ class ValueBaselineSampler(Sampler):
         return mu * legal
 
     def playing_policy(
-        self, games: GameBatch, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
+        self, games: BatchedGames, rows: torch.Tensor, sigma: torch.Tensor, legal: torch.Tensor
     ) -> torch.Tensor:
         """What every walker plays [b, A]: ``sigma`` [b, A], with the sampling policy at the
         traverser's ``rows`` [n] that explore."""
@@ -133,7 +132,7 @@ class ValueBaselineSampler(Sampler):
     def submit_children_values(
         self,
         queue: InferenceQueue,
-        games: GameBatch,
+        games: BatchedGames,
         rows: torch.Tensor,
         legal: torch.Tensor,
         traverser: int,
@@ -154,7 +153,7 @@ class ValueBaselineSampler(Sampler):
             parent, action = child // A, child % A
         children = games.select(rows[parent])
         children.step(action, check=False)
-        ticket = queue.submit(VALUE_NETWORK, encode_history(children), value_mask(parent))
+        ticket = queue.submit(VALUE_NETWORK, children.encode_history(), value_mask(parent))
         # The network values a child for its player to move: the traverser's side is the
         # opposite where the opponent moves next.
         side = torch.where(children.current_player == traverser, 1.0, -1.0)  # [c]

@@ -80,7 +80,7 @@ import torch
 from lostcities_cfr.errors import IllegalActionError
 from lostcities_cfr.game import fused
 from lostcities_cfr.game.advance import advance
-from lostcities_cfr.game.encoding import encode_batch
+from lostcities_cfr.game.encoding import encode_batch, encode_history
 from lostcities_cfr.game.fused import check_kernels, run_compiled
 from lostcities_cfr.game.packed import (
     KNOWN,
@@ -522,6 +522,11 @@ class GameBatch:
         if "encode" not in self._memo:
             self._memo["encode"] = self._encode(None)
         return self._memo["encode"]
+
+    def encode_history(self) -> torch.Tensor:
+        """[B, H] float32 features of the whole state for a history value network
+        (:func:`lostcities_cfr.game.encoding.encode_history`)."""
+        return encode_history(self)
 
     def _encode(self, player: torch.Tensor | None) -> torch.Tensor:
         if not self.compiled:

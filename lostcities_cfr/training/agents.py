@@ -18,12 +18,13 @@ the shuffled deck): the same deal always draws the same iteration, in both seats
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
 
 from lostcities_cfr.agents import Agent, NetworkAgent, explain_actions
+from lostcities_cfr.cfr.game_tree import JointPolicy, Policy
 from lostcities_cfr.cfr.networks import masked_softmax
 from lostcities_cfr.cfr.regret_matching import regret_matching
 from lostcities_cfr.errors import ConfigError
@@ -201,3 +202,37 @@ def policy_agent(
     if policy == "sdcfr":
         return SnapshotAgent(snapshots, snapshot_weights, greedy, seed, name)
     raise ConfigError(f"policy={policy!r}; expected one of {POLICIES}")
+
+
+def exact_policy(
+    strategy_net: nn.Module,
+    advantage_nets: Sequence[nn.Module],
+    policy: str = "average",
+    greedy: bool = False,
+) -> JointPolicy:
+    """A model's ``policy`` as the exact walk asks it (``features [n, F], legal [n, A] ->
+    probabilities [n, A]``): the strategy network's softmax (``average``, both seats alike),
+    or regret matching on each seat's advantage network (``current``, a pair); ``greedy``
+    puts all the mass on the most probable action, as the greedy agent plays. ``sdcfr``
+    draws an iteration per game, which no table of action probabilities holds."""
+    if policy == "average":
+        heads = [(strategy_net, masked_softmax)]
+    elif policy == "current":
+        heads = [(net, regret_matching) for net in advantage_nets]
+    else:
+        raise ConfigError(
+            f"policy {policy!r} has no exact table of probabilities; use average or current"
+        )
+
+    def seat_policy(net: nn.Module, head: Callable) -> Policy:
+        def probabilities(features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+            with torch.inference_mode():
+                probs = head(net(features), legal).float()  # [n, A]
+            if greedy:
+                probs = torch.zeros_like(probs).scatter_(1, probs.argmax(1, keepdim=True), 1.0)
+            return probs
+
+        return probabilities
+
+    policies = [seat_policy(net, head) for net, head in heads]
+    return policies[0] if len(policies) == 1 else policies

@@ -49,6 +49,7 @@ from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_U
 from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
 from lostcities_cfr.game import Rules
+from lostcities_cfr.game.protocol import Game
 
 BEST_AGENT = Path(__file__).resolve().parent.parent / "pretrained" / "best.pt"
 MODEL_CLASS_KEY = "model_class"
@@ -127,7 +128,9 @@ def plain_data(value: Any) -> Any:
         return [plain_data(item) for item in value]
     if isinstance(value, dict):
         return {key: plain_data(item) for key, item in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    # A game is named by its class (a field-less dataclass would become {}, read back as
+    # Lost Cities' default rules).
+    if dataclasses.is_dataclass(value) and not isinstance(value, type | Game):
         return plain_data(dataclasses.asdict(value))
     if isinstance(value, type):
         return {"class_path": class_path(value)}

@@ -150,7 +150,7 @@ class CFRIteration:
     def traversal_context(self, traverser: int) -> TraversalContext:
         """What the sampler works with in ``traverser``'s traversal epoch of this iteration."""
         return TraversalContext(
-            rules=self.rules,
+            game=self.game,
             traverser=traverser,
             iteration=self.iteration,
             queue=self.queue,

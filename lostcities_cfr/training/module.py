@@ -64,8 +64,9 @@ from lostcities_cfr.cfr.traversal import (
     Sampler,
 )
 from lostcities_cfr.errors import AgentSpecError, ConfigError, NonFiniteError
-from lostcities_cfr.game import Rules, feature_size
-from lostcities_cfr.game.encoding import history_feature_size
+from lostcities_cfr.game import Rules
+from lostcities_cfr.game.lost_cities import LostCities, as_game
+from lostcities_cfr.game.protocol import Game
 from lostcities_cfr.game.symmetry import (
     action_layout,
     feature_layout,
@@ -89,7 +90,11 @@ class DeepCFR(CFRIteration, pl.LightningModule):
     """Deep CFR's networks, reservoirs and loop (module docstring).
 
     Args:
-        rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
+        rules: the game: a Lost Cities preset name (``classic``, ``six-colors``, ``tiny``), a
+            :class:`Rules`, or any :class:`~lostcities_cfr.game.protocol.Game` (in a config,
+            its ``class_path``: ``lostcities_cfr.game.poker.LeducPoker``; ``docs/games.md``).
+            Colour networks, colour augmentation, the budgeted sampler and the final
+            duplicate games are Lost Cities' alone and refuse another game.
         network: a preset name (``512x3``, ``1024x6``), a :class:`NetworkConfig`, or an
             ``nn.Module`` class taking ``(n_features, n_actions)`` (in a config, its
             ``class_path``; ``docs/architecture.md``, "Extending"); the shape of all three
@@ -168,7 +173,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
     @checked
     def __init__(
         self,
-        rules: str | Rules = "classic",
+        rules: Rules | Game | str = "classic",
         network: NetworkPreset | NetworkConfig | NetworkFactory = "512x3",
         sampler: Sampler | None = None,
         traversals_per_player: PositiveInt = 280,
@@ -203,7 +208,9 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
-        self.rules = _resolve_rules(rules)
+        self.game = _resolve_game(rules)
+        # Lost Cities' rules, for the parts only it has; None in another game.
+        self.rules = self.game.rules if isinstance(self.game, LostCities) else None
         self.sampler = BudgetedSampling() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
@@ -215,19 +222,23 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             agent_from_spec(eval_opponent)
         except AgentSpecError as error:
             raise ConfigError(f"DeepCFR eval_opponent: {error}") from None
+        if self.rules is None:
+            _refuse_lost_cities_options(
+                self.game, self.sampler, final_eval_games, color_augmentation
+            )
         if exploitability_every:
             try:
-                game_tree(self.rules)  # built once and cached; refuses big rules at once
+                game_tree(self.rules or self.game)  # built once, cached; refuses big games
             except ConfigError as error:
                 raise ConfigError(
                     f"DeepCFR exploitability_every={exploitability_every}: {error}"
                 ) from None
 
-        F, A = feature_size(self.rules), self.rules.n_actions
+        F, A = self.game.feature_size, self.game.n_actions
         self.advantage_nets = nn.ModuleList(
-            _networks(network, "network", F, A, self.rules, len(PLAYERS))
+            _networks(network, "network", F, A, self.game, len(PLAYERS))
         )
-        (self.strategy_net,) = _networks(network, "network", F, A, self.rules)
+        (self.strategy_net,) = _networks(network, "network", F, A, self.game)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
@@ -235,11 +246,12 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             field = "network" if value_network is None else "value_network"
             # V(s): one output, the return of the player to move.
             (self.value_net,) = _networks(
-                value_network or network, field, history_feature_size(self.rules), 1, self.rules
+                value_network or network, field, self.game.history_feature_size, 1, self.game
             )
-        self._feature_layout = feature_layout(self.rules)
-        self._history_layout = feature_layout(self.rules, history=True)
-        self._action_layout = action_layout(self.rules)
+        if self.rules is not None:  # colour augmentation's relabelling tables
+            self._feature_layout = feature_layout(self.rules)
+            self._history_layout = feature_layout(self.rules, history=True)
+            self._action_layout = action_layout(self.rules)
         # The queue holds these very modules, so traversal always sees the latest weights.
         self.queue = InferenceQueue(bucket_sizes=inference_buckets)
         self._queue_head: Callable | None = None  # the advantage head registered in the queue
@@ -308,10 +320,10 @@ class DeepCFR(CFRIteration, pl.LightningModule):
 
     def _snapshot_networks(self) -> list[list[nn.Module]]:
         """Every stored iteration's advantage networks, rebuilt from their weights."""
-        F, A = feature_size(self.rules), self.rules.n_actions
+        F, A = self.game.feature_size, self.game.n_actions
         stored = []
         for _, states in self._snapshots:
-            nets = _networks(self.hparams.network, "network", F, A, self.rules, len(states))
+            nets = _networks(self.hparams.network, "network", F, A, self.game, len(states))
             for net, state in zip(nets, states, strict=True):
                 net.load_state_dict(state)
                 net.eval()
@@ -338,7 +350,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             check_update_graphs(device, str(self.trainer.precision))
         rank = self.trainer.global_rank
         seed = self.hparams.seed + 1000 * rank  # every rank walks its own games
-        F, A = feature_size(self.rules), self.rules.n_actions
+        F, A = self.game.feature_size, self.game.n_actions
         holdout = self.hparams.holdout
         self.advantage_buffers = [
             ReservoirBuffer(
@@ -352,7 +364,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         if self.value_net is not None:
             self.value_buffer = ReservoirBuffer(
                 self.hparams.value_buffer_size,
-                history_feature_size(self.rules),
+                self.game.history_feature_size,
                 1,
                 device,
                 seed=seed + 5,
@@ -399,13 +411,16 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
 
     def exploitability_metrics(self) -> dict[str, float]:
-        """``exploitability`` of the average strategy, also as a share of the uniform policy's."""
+        """``exploitability`` of the average strategy (NashConv / 2, OpenSpiel's), also as a
+        share of the uniform policy's, and ``nash_conv``."""
+        game = self.rules or self.game
         if self._uniform_exploitability is None:
-            self._uniform_exploitability = exploitability(self.rules, uniform_strategy)
-        value = exploitability(self.rules, self.average_policy)
+            self._uniform_exploitability = exploitability(game, uniform_strategy)
+        value = exploitability(game, self.average_policy)
         return {
             "exploitability": value,
             "exploitability/vs_uniform": value / self._uniform_exploitability,
+            "nash_conv": 2 * value,
         }
 
     def on_train_end(self) -> None:
@@ -520,13 +535,35 @@ def check_update_graphs(device: torch.device, precision: str) -> None:
         )
 
 
-def _resolve_rules(rules: str | Rules) -> Rules:
-    if isinstance(rules, Rules):
-        return rules
+def _resolve_game(rules: Rules | Game | str) -> Game:
     try:
-        return Rules.preset(rules)
+        return as_game(rules)
     except ConfigError as error:
-        raise ConfigError(f"DeepCFR rules: {error} or a Rules mapping of its fields") from None
+        raise ConfigError(
+            f"DeepCFR rules: {error} or a Rules mapping of its fields, or a Game's class_path"
+        ) from None
+
+
+def _refuse_lost_cities_options(
+    game: Game, sampler: Sampler, final_eval_games: int, color_augmentation: bool
+) -> None:
+    """Refuse, in one line naming the game, what only Lost Cities has."""
+    if final_eval_games:
+        raise ConfigError(
+            f"DeepCFR final_eval_games={final_eval_games}: the final duplicate games are "
+            f"Lost Cities only; the game here is {game.name} (set final_eval_games: 0 and "
+            "measure it with exploitability_every)"
+        )
+    if color_augmentation:
+        raise ConfigError(
+            f"DeepCFR color_augmentation=True relabels Lost Cities' colours; the game here "
+            f"is {game.name}"
+        )
+    if getattr(sampler, "lost_cities_only", False):
+        raise ConfigError(
+            f"DeepCFR sampler {type(sampler).__name__} is for Lost Cities only; the game here "
+            f"is {game.name} (use ExternalSampling, OutcomeSampling or ESCHERSampling)"
+        )
 
 
 def _networks(
@@ -534,12 +571,19 @@ def _networks(
     field: str,
     n_features: int,
     n_actions: int,
-    rules: Rules,
+    game: Game,
     count: int = 1,
 ) -> list[nn.Module]:
     """``count`` fresh networks of the kind ``network`` names, each checked
     (:func:`~lostcities_cfr.cfr.networks.build_network`); an error names ``field``."""
+    rules = game.rules if isinstance(game, LostCities) else None
     try:
+        config = NetworkConfig.preset(network) if isinstance(network, str) else network
+        if rules is None and isinstance(config, NetworkConfig) and config.needs_rules:
+            raise ConfigError(
+                "colour networks (architecture='colors', hidden_features) are for Lost "
+                f"Cities only; the game here is {game.name}"
+            )
         build = network_factory(network, rules)
         return [build_network(build, n_features, n_actions) for _ in range(count)]
     except ConfigError as error:

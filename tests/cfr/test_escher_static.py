@@ -40,7 +40,7 @@ def classic_context(traverser: int, holdout: float = 0.0) -> TraversalContext:
     queue.register(STRATEGY_NETWORK, small.build(F, A, CLASSIC), masked_softmax)
     queue.register(VALUE_NETWORK, small.build(H, 1, CLASSIC))
     return TraversalContext(
-        rules=CLASSIC,
+        game=CLASSIC,
         traverser=traverser,
         iteration=3,
         queue=queue,

@@ -75,7 +75,7 @@ def context(
 ) -> TraversalContext:
     """The traversal context of one epoch over these buffers; ``seed`` seeds its generator."""
     return TraversalContext(
-        rules=rules,
+        game=rules,
         traverser=traverser,
         iteration=iteration,
         queue=queue,

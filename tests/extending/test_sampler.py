@@ -23,7 +23,7 @@ def tiny_context(iteration: int = 3) -> TraversalContext:
     for name in ADVANTAGE_NETWORKS:
         queue.register(name, TwoLayerNet(F, A), regret_matching)
     return TraversalContext(
-        rules=TINY,
+        game=TINY,
         traverser=0,
         iteration=iteration,
         queue=queue,
