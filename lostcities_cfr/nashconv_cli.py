@@ -17,20 +17,17 @@ import sys
 import time
 from pathlib import Path
 
-from lostcities_cfr.cfr.exploitability import game_tree, nash_conv
+from lostcities_cfr.cfr.exploitability import exact_nash_conv, game_tree, walks_whole
 from lostcities_cfr.cfr.game_tree import JointPolicy
-from lostcities_cfr.cfr.openspiel_oracle import export_policy, openspiel_nash_conv
+from lostcities_cfr.cfr.openspiel_oracle import export_policy
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cli_options import add_json, add_threads, use_threads
 from lostcities_cfr.errors import LostCitiesError
-from lostcities_cfr.game.lost_cities import LostCities
 from lostcities_cfr.game.names import game_from_name
-from lostcities_cfr.game.openspiel_adapter import OpenSpielGame
 from lostcities_cfr.game.protocol import Game
-from lostcities_cfr.training.agents import exact_policy
 from lostcities_cfr.training.checkpoint import load_model
 
-USAGE = "uniform | ckpt:PATH[:average|:current][:greedy]"
+USAGE = "uniform | ckpt:PATH[:average|:current|:sdcfr][:greedy]"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m lostcities_cfr nashconv",
         description="Exact NashConv of an agent on a small game, by a full tree walk.",
         epilog=f"agent specs: {USAGE} (uniform: every legal action alike; ckpt: a DeepCFR "
-        "checkpoint's average strategy, or its current one, sampled or greedy)",
+        "checkpoint's deployed policy, or the one named, sampled or greedy)",
     )
     parser.add_argument("--agent", required=True, help=f"the agent: {USAGE}")
     parser.add_argument(
@@ -64,17 +61,15 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     try:
         game, policy = _agent_policy(parser, args.agent, args.game)
-        if args.export_policy and isinstance(game, LostCities):
+        if args.export_policy and game.openspiel_game() is None:
             parser.error(
                 f"--export-policy keys the policy by OpenSpiel's information states; "
                 f"{game.name} is not an OpenSpiel game"
             )
-        value, uniform, sets = _nash_conv(game, policy), _nash_conv(game, uniform_strategy), None
-        if not isinstance(game, OpenSpielGame):
-            sets = game_tree(game).n_recall_infosets
-        exported = (
-            export_policy(game.name, policy, args.export_policy) if args.export_policy else None
-        )
+        value = exact_nash_conv(game, policy)
+        uniform = exact_nash_conv(game, uniform_strategy)
+        sets = game_tree(game).n_recall_infosets if walks_whole(game) else None
+        exported = export_policy(game, policy, args.export_policy) if args.export_policy else None
     except LostCitiesError as error:  # a bad spec, checkpoint or game; a game too large
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     result = {
@@ -113,7 +108,7 @@ def _agent_policy(
         parser.error(f"--agent {spec!r}: expected {USAGE}")
     flags = rest.split(":")
     end = len(flags)
-    while end > 1 and flags[end - 1] in ("average", "current", "greedy"):
+    while end > 1 and flags[end - 1] in ("average", "current", "sdcfr", "greedy"):
         end -= 1
     path, chosen = ":".join(flags[:end]), flags[end:]
     if not Path(path).is_file():
@@ -127,14 +122,5 @@ def _agent_policy(
         parser.exit(
             2, f"{parser.prog}: error: checkpoint {path} plays {own.name}, not {game.name}\n"
         )
-    policy = "current" if "current" in chosen else "average"
-    return game, exact_policy(
-        model.strategy_net, model.advantage_nets, policy, greedy="greedy" in chosen
-    )
-
-
-def _nash_conv(game: Game, policy: JointPolicy) -> float:
-    """Our walk where the game has one; OpenSpiel's for a game behind its adapter."""
-    if isinstance(game, OpenSpielGame):
-        return openspiel_nash_conv(game.name, policy)
-    return nash_conv(game, policy)
+    policy = next((p for p in ("average", "current", "sdcfr") if p in chosen), None)
+    return game, model.exact_policy(policy, greedy="greedy" in chosen)

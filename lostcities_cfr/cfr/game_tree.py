@@ -201,6 +201,63 @@ class GameTree:
             )
         return float(self.root_prob @ value[self.root])
 
+    def average_strategy(
+        self, tables: Sequence[np.ndarray], weights: Sequence[float]
+    ) -> np.ndarray:
+        """The average of strategies ``tables`` (float64 [I, A] each) with iteration weights
+        ``weights``, as CFR averages: at each set, each strategy weighs ``w_t`` times its own
+        player's probability of reaching the set, ``sum_t w_t r_t(I) sigma_t(I) / sum_t w_t
+        r_t(I)``. SD-CFR's policy (draw ``t`` with probability ``w_t`` at the start of a game,
+        play ``sigma_t`` throughout) is distributed as this table plays.
+
+        Needs feature sets with perfect recall (one own reach per set): a game walked from
+        its ``deals()``; Lost Cities' feature sets are refused.
+        """
+        if not np.array_equal(self.node_recall, self.node_infoset):
+            raise ConfigError(
+                f"{self.game}: its feature sets lack perfect recall, so a reach-weighted "
+                "average of strategies has no single table"
+            )
+        first = np.zeros(self.n_infosets, dtype=np.int64)
+        first[self.node_infoset[::-1]] = np.arange(self.n_nodes)[::-1]  # a node of each set
+        total = np.zeros_like(tables[0])
+        mass = np.zeros(self.n_infosets)
+        for probs, weight in zip(tables, weights, strict=True):
+            reach = self._own_reach(probs)[first] * weight  # [I]
+            total += reach[:, None] * probs
+            mass += reach
+        # A set that no strategy reaches plays the last one (it never matters for values).
+        unreached = mass <= 0
+        total[unreached], mass[unreached] = tables[-1][unreached], 1.0
+        return total / mass[:, None]
+
+    def _own_reach(self, probs: np.ndarray) -> np.ndarray:
+        """[N] the probability that the player to move at each node played its own actions on
+        the way there under ``probs`` (chance and the other player's moves count 1)."""
+        edge_prob = probs[self.node_infoset[self.edge_parent], self.edge_action]  # [E]
+        # reach[p] is player p's own reach of every node; each node reads its mover's.
+        reach = np.zeros((2, self.n_nodes))
+        reach[:, self.root] = 1.0
+        mover = self.node_player[self.edge_parent]  # [E]
+        for edges in self.levels:
+            inner = edges[self.edge_child[edges] >= 0]
+            for p in (0, 1):
+                step = np.where(mover[inner] == p, edge_prob[inner], 1.0)
+                reach[p, self.edge_child[inner]] = reach[p, self.edge_parent[inner]] * step
+        return reach[self.node_player, np.arange(self.n_nodes)]
+
+    def table_policy(self, probs: np.ndarray) -> Policy:
+        """``probs`` (float64 [I, A], one row per feature set) as a policy that looks each
+        feature row up: for a table computed on the tree (:meth:`average_strategy`)."""
+        index = {row.tobytes(): i for i, row in enumerate(self.features.numpy())}
+        table = torch.from_numpy(probs).float()
+
+        def policy(features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+            rows = [index[row.tobytes()] for row in features.detach().cpu().numpy()]
+            return table[rows].to(features.device)
+
+        return policy
+
     def nash_conv(self, probs: np.ndarray) -> float:
         """``BR_0(probs) + BR_1(probs)``: the gain of both best responses together."""
         return self.best_response_value(probs, 0) + self.best_response_value(probs, 1)

@@ -20,33 +20,32 @@ import torch
 
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.game.protocol import Game
 
 
-def _openspiel() -> tuple[Any, Any, Any]:
+def _openspiel() -> tuple[Any, Any]:
     try:
-        import pyspiel
         from open_spiel.python import policy as openspiel_policy
         from open_spiel.python.algorithms import exploitability as openspiel_exploitability
     except ImportError:
         raise ConfigError(
             "this needs OpenSpiel: pip install open_spiel (and dm-tree for its PyTorch code)"
         ) from None
-    return pyspiel, openspiel_policy, openspiel_exploitability
+    return openspiel_policy, openspiel_exploitability
 
 
-def load_openspiel_game(name: str) -> Any:
-    """``pyspiel.load_game(name)``, or a ``ConfigError`` naming the game."""
-    pyspiel, _, _ = _openspiel()
-    try:
-        return pyspiel.load_game(name)
-    except pyspiel.SpielError as error:
-        raise ConfigError(f"unknown OpenSpiel game {name!r} ({error})") from None
+def _pyspiel_game(game: Game) -> Any:
+    """``game`` as OpenSpiel's game, or a ``ConfigError`` naming it."""
+    found = game.openspiel_game()
+    if found is None:
+        raise ConfigError(f"{game.name} is not an OpenSpiel game (OpenSpiel cannot check it)")
+    return found
 
 
 def tabular_policy(game: Any, policy: JointPolicy) -> Any:
     """OpenSpiel's ``TabularPolicy`` of ``game`` (a pyspiel game) holding ``policy`` at
     every information state, asked once per seat in one batch."""
-    _, openspiel_policy, _ = _openspiel()
+    openspiel_policy, _ = _openspiel()
     table = openspiel_policy.TabularPolicy(game)
     n_actions = game.num_distinct_actions()
     for player in range(game.num_players()):
@@ -73,25 +72,24 @@ def tabular_policy(game: Any, policy: JointPolicy) -> Any:
     return table
 
 
-def openspiel_nash_conv(game_name: str, policy: JointPolicy) -> float:
-    """OpenSpiel's ``exploitability.nash_conv`` of ``policy`` on ``game_name``."""
-    game = load_openspiel_game(game_name)
-    _, _, openspiel_exploitability = _openspiel()
-    return float(openspiel_exploitability.nash_conv(game, tabular_policy(game, policy)))
+def openspiel_nash_conv(game: Game, policy: JointPolicy) -> float:
+    """OpenSpiel's ``exploitability.nash_conv`` of ``policy`` on ``game``."""
+    spiel_game = _pyspiel_game(game)
+    _, openspiel_exploitability = _openspiel()
+    return float(openspiel_exploitability.nash_conv(spiel_game, tabular_policy(spiel_game, policy)))
 
 
-def export_policy(game_name: str, policy: JointPolicy, path: str | Path) -> int:
+def export_policy(game: Game, policy: JointPolicy, path: str | Path) -> int:
     """Write ``policy`` as JSON, ``{information_state_string: [p(a) for every action id]}``
-    over every information state of ``game_name``; the number of states written.
+    over every information state of ``game``; the number of states written.
 
     OpenSpiel checks it with ``policy.TabularPolicy`` filled from the file and
     ``exploitability.nash_conv`` (``docs/games.md`` shows the five lines).
     """
-    game = load_openspiel_game(game_name)
-    table = tabular_policy(game, policy)
+    table = tabular_policy(_pyspiel_game(game), policy)
     exported = {
         key: table.action_probability_array[index].tolist()
         for key, index in table.state_lookup.items()
     }
-    Path(path).write_text(json.dumps(exported, indent=0, sort_keys=True) + "\n")
+    Path(path).write_text(json.dumps(exported, indent=1, sort_keys=True) + "\n")
     return len(exported)

@@ -59,14 +59,14 @@ class OpenSpielGame(Game):
 
     def __init__(self, name: str, parameters: dict[str, Any] | None = None) -> None:
         pyspiel = load_pyspiel()
+        if name not in pyspiel.registered_names():  # load_game would print all of them
+            raise ConfigError(
+                f"unknown OpenSpiel game {name!r} (pyspiel.registered_names() lists them)"
+            )
         try:
             game = pyspiel.load_game(name, dict(parameters or {}))
         except pyspiel.SpielError as error:
             first_line = str(error).splitlines()[0]
-            if first_line.startswith("Unknown game"):
-                raise ConfigError(
-                    f"unknown OpenSpiel game {name!r} (pyspiel.registered_names() lists them)"
-                ) from None
             raise ConfigError(f"OpenSpiel game {name!r}: {first_line}") from None
         kind, Type = game.get_type(), pyspiel.GameType
         if game.num_players() != 2:
@@ -87,6 +87,10 @@ class OpenSpielGame(Game):
 
     def __repr__(self) -> str:
         return f"OpenSpielGame({self.name!r}, {self.parameters})"
+
+    def openspiel_game(self) -> Any:
+        """The ``pyspiel.Game`` behind this adapter."""
+        return self.game
 
     @property
     def name(self) -> str:

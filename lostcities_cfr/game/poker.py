@@ -52,12 +52,13 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 
 from lostcities_cfr.errors import ConfigError, IllegalActionError
+from lostcities_cfr.game.openspiel_adapter import load_pyspiel
 from lostcities_cfr.game.protocol import Game
 
 FOLD, CALL, RAISE = 0, 1, 2
@@ -170,6 +171,10 @@ class _Poker(Game):
         if not 0 <= action < self.n_actions:
             raise ValueError(f"{self.name} has actions 0..{self.n_actions - 1}, got {action}")
         return self.rules.action_names[action]
+
+    def openspiel_game(self) -> Any:
+        """OpenSpiel's game of this name (``load_game(name)``, default parameters)."""
+        return load_pyspiel().load_game(self.name)
 
     def deals(self, device: str | torch.device = "cpu") -> tuple[PokerBatch, torch.Tensor]:
         """Every ordered deal at its first decision, each with probability 1 / D."""

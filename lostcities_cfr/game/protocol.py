@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import torch
 
@@ -161,7 +161,8 @@ class Game(abc.ABC):
         (all the player has seen, in order). Games too large to walk whole refuse."""
         raise ConfigError(f"{self.name} is too large to walk whole (it offers no deals())")
 
-
-def game_label(game: object) -> str:
-    """How an error message names a game: its ``name``, else its class."""
-    return str(getattr(game, "name", type(game).__name__))
+    def openspiel_game(self) -> Any | None:
+        """This game as OpenSpiel's ``pyspiel.Game``, where OpenSpiel has it with this game's
+        action ids and ``information_state_tensor`` as its features (Kuhn, Leduc, the
+        adapter's games); else None. OpenSpiel's NashConv and the policy export use it."""
+        return None
