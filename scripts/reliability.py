@@ -63,6 +63,8 @@ class Case:
 
 
 FIT = ["fit", "--config", "tiny.yaml"]
+# configs/kuhn_deep_cfr.yaml in the folder "kuhn", two iterations, CSV logs only
+KUHN = ["fit", "--config", "kuhn.yaml"]
 WALKERS_16 = ["--model.sampler.init_args.walkers", "16"]
 EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.002"]
 CASES = [
@@ -223,6 +225,33 @@ CASES = [
         "CUDA graphs for the updates on a CPU",
         [*FIT, *folder("graphs"), "--model.update_graphs", "true"],
     ),
+    Case("an unknown game", [*FIT, *folder("poker"), "--model.rules", "{class_path: x.NoGame}"]),
+    Case("nashconv of an unknown game", ["nashconv", "--agent", "uniform", "--game", "pokr"]),
+    Case(
+        "a Lost Cities-only network on poker",
+        [*KUHN, "--model.network.architecture", "colors"],
+    ),
+    Case(
+        "a Lost Cities agent on poker",
+        ["nashconv", "--agent", "heuristic:cautious", "--game", "kuhn_poker"],
+    ),
+    Case(
+        "a checkpoint of one game measured on another",
+        ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt", "--game", "leduc_poker"],
+    ),
+    Case(
+        "a poker checkpoint in Lost Cities' arena",
+        ["evaluate", "--agent", "ckpt:kuhn/checkpoints/last.ckpt", "--games", "2"],
+    ),
+    Case(
+        "nashconv of the classic game (too large)",
+        ["nashconv", "--agent", "random", "--game", "classic"],
+    ),
+    Case(
+        "nashconv of tiny Lost Cities (walked whole)",
+        ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt"],
+        shows=r"NashConv",
+    ),
 ]
 
 
@@ -234,6 +263,16 @@ def make_fixtures(work: Path) -> None:
     )
     if done.returncode != 0:
         raise SystemExit(f"the fixture run failed:\n{done.stderr[-3000:]}")
+    kuhn = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "configs/kuhn_deep_cfr.yaml").read_text()
+    )
+    kuhn["trainer"].update(max_epochs=2, default_root_dir="kuhn", logger=False)
+    (work / "kuhn.yaml").write_text(yaml.safe_dump(kuhn))
+    done = subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", *KUHN], cwd=work, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the Kuhn fixture run failed:\n{done.stderr[-3000:]}")
     for copy in ("resumable", "dangling"):
         shutil.copytree(work / "run", work / copy, symlinks=True)
     (work / "dangling" / "checkpoints" / "last.ckpt").resolve().unlink()

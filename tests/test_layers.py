@@ -105,3 +105,14 @@ def test_no_module_imports_itself_through_others():
         if module not in done:
             visit(module, [module])
     assert circles == []
+
+
+def test_the_algorithm_layers_import_no_standard_game():
+    """The samplers, the queue, the training modules and the baselines see the standard games
+    only through the game protocol (``docs/games.md``): a config or a command names them."""
+    games = {"lostcities_cfr.game.poker", "lostcities_cfr.game.openspiel_adapter"}
+    games.add("lostcities_cfr.game.names")
+    algorithms = [m for m in MODULES if m.split(".")[1:2] in (["cfr"], ["inference"], ["training"], ["baselines"])]  # fmt: skip
+    assert algorithms
+    found = {module: imports(module) & games for module in algorithms}
+    assert {module: names for module, names in found.items() if names} == {}

@@ -49,6 +49,11 @@ def load_pyspiel() -> ModuleType:
     return pyspiel
 
 
+# Our exact walk steps a Python list of pyspiel states: fine for Kuhn and Leduc (9,300
+# histories), slow past this; OpenSpiel's own walk measures larger games.
+MAX_WALKED_HISTORIES = 50_000
+
+
 class OpenSpielGame(Game):
     """An OpenSpiel game as a :class:`~lostcities_cfr.game.protocol.Game`.
 
@@ -134,6 +139,41 @@ class OpenSpielGame(Game):
         states = [self.game.new_initial_state() for _ in range(batch_size)]
         return OpenSpielBatch(self, states, [np.random.default_rng(s) for s in sequences], device)
 
+    def deals(self, device: str | torch.device = "cpu") -> tuple[OpenSpielBatch, torch.Tensor]:
+        """Every distinct sequence of chance outcomes of a whole game (the longest ones: a
+        game that ends early replays a prefix), each as a game whose chance nodes replay it,
+        with its probability. Walks OpenSpiel's tree, so only games of at most
+        ``MAX_WALKED_HISTORIES`` histories; larger ones (and games whose chance depends on
+        the play) are refused, and OpenSpiel's own walk measures them instead."""
+        found: dict[tuple[int, ...], float] = {}
+        stack = [(self.game.new_initial_state(), (), 1.0)]
+        walked = 0
+        while stack:
+            state, outcomes, probability = stack.pop()
+            walked += 1
+            if walked > MAX_WALKED_HISTORIES:
+                raise ConfigError(
+                    f"{self.name} has more than {MAX_WALKED_HISTORIES} histories: too large "
+                    "to walk whole through the adapter"
+                )
+            if state.is_terminal():
+                if found.setdefault(outcomes, probability) != probability:
+                    raise ConfigError(f"{self.name}: its chance depends on the play")
+            elif state.is_chance_node():
+                for action, p in state.chance_outcomes():
+                    stack.append((state.child(action), (*outcomes, action), probability * p))
+            else:
+                stack.extend((state.child(a), outcomes, probability) for a in state.legal_actions())
+        longest = sorted(
+            o for o in found if not any(len(f) > len(o) and f[: len(o)] == o for f in found)
+        )
+        probability = torch.tensor([found[o] for o in longest], dtype=torch.float64)
+        if abs(float(probability.sum()) - 1) > 1e-9:
+            raise ConfigError(f"{self.name}: its chance depends on the play (no fixed deals)")
+        states = [self.game.new_initial_state() for _ in longest]
+        batch = OpenSpielBatch(self, states, [ScriptedChance(o) for o in longest], device)
+        return batch, probability.to(device)
+
     def action_name(self, action: int) -> str:
         """OpenSpiel's name of ``action`` at the first decision of a game (names may depend
         on the state; a batch's errors use the state's own)."""
@@ -152,9 +192,25 @@ def _action_string(state: Any, action: int) -> str:
         return f"action {action}"
 
 
-def _resolve_chance(state: Any, rng: np.random.Generator) -> None:
+class ScriptedChance:
+    """A game's chance outcomes fixed in advance and replayed in order (a deal of
+    :meth:`OpenSpielGame.deals`); copied with its game, it replays the rest alike."""
+
+    def __init__(self, outcomes: Sequence[int]) -> None:
+        self.outcomes = tuple(outcomes)
+        self.position = 0
+
+    def next(self) -> int:
+        self.position += 1
+        return self.outcomes[self.position - 1]
+
+
+def _resolve_chance(state: Any, rng: np.random.Generator | ScriptedChance) -> None:
     """Sample chance nodes until a decision or the end: the deal, as the engines see it."""
     while state.is_chance_node():
+        if isinstance(rng, ScriptedChance):
+            state.apply_action(rng.next())
+            continue
         actions, probs = zip(*state.chance_outcomes(), strict=True)
         p = np.asarray(probs, dtype=np.float64)
         state.apply_action(actions[rng.choice(len(actions), p=p / p.sum())])
@@ -168,7 +224,7 @@ class OpenSpielBatch:
         self,
         game: OpenSpielGame,
         states: Sequence[Any],
-        generators: Sequence[np.random.Generator],
+        generators: Sequence[np.random.Generator | ScriptedChance],
         device: str | torch.device = "cpu",
         turns: Sequence[int] | None = None,
         cut: torch.Tensor | None = None,

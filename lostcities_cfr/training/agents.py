@@ -205,7 +205,7 @@ def policy_agent(
 
 
 def exact_policy(
-    strategy_net: nn.Module,
+    strategy_net: nn.Module | None,
     advantage_nets: Sequence[nn.Module],
     policy: str = "average",
     greedy: bool = False,

@@ -398,6 +398,12 @@ def load_agent(
         rules: the rules it is meant to play (see :func:`load_model`).
     """
     model = load_model(path, rules)
+    game = getattr(model, "game", None)
+    if getattr(model, "rules", None) is None and game is not None:
+        raise CheckpointError(
+            f"checkpoint {path} plays {game.name}: agents of the arena, play, serve and search "
+            "play Lost Cities (measure it with `python -m lostcities_cfr nashconv`)"
+        )
     if policy is not None and policy not in model.policies:
         raise AgentSpecError(
             f"checkpoint {path}: a {type(model).__name__} plays {list(model.policies)}, "

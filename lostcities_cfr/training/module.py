@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.trainer.states import TrainerFn
@@ -47,7 +48,9 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import exploitability, game_tree
+from lostcities_cfr.cfr.exploitability import check_exact, exact_nash_conv, game_tree
+from lostcities_cfr.cfr.external_sampling import ExternalSampling
+from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import (
     NetworkConfig,
     NetworkFactory,
@@ -74,7 +77,7 @@ from lostcities_cfr.game.symmetry import (
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
-from lostcities_cfr.training.agents import POLICIES, policy_agent
+from lostcities_cfr.training.agents import POLICIES, exact_policy, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
 from lostcities_cfr.training.graphs import UpdateGraphs
@@ -100,8 +103,8 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             ``class_path``; ``docs/architecture.md``, "Extending"); the shape of all three
             networks.
         sampler: walks the games of the traversal epoch (``None``: :class:`BudgetedSampling`
-            with its defaults, which suits any rules; ``ExternalSampling`` is exact on tiny
-            rules).
+            with its defaults in Lost Cities, which suits any rules; ``ExternalSampling`` in
+            another game, and exact on tiny rules).
         traversals_per_player: games each player traverses per iteration, over all ranks.
         advantage_buffer_size: rows each player's advantage reservoir holds.
         strategy_buffer_size: rows the strategy reservoir holds.
@@ -211,7 +214,9 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         self.game = _resolve_game(rules)
         # Lost Cities' rules, for the parts only it has; None in another game.
         self.rules = self.game.rules if isinstance(self.game, LostCities) else None
-        self.sampler = BudgetedSampling() if sampler is None else sampler
+        if sampler is None:  # full-size Lost Cities needs a bounded walk; small games don't
+            sampler = BudgetedSampling() if self.rules is not None else ExternalSampling()
+        self.sampler = sampler
         if not isinstance(self.sampler, Sampler):
             raise ConfigError(
                 f"DeepCFR sampler={sampler!r}; expected a Sampler such as BudgetedSampling()"
@@ -228,13 +233,15 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             )
         if exploitability_every:
             try:
-                game_tree(self.rules or self.game)  # built once, cached; refuses big games
+                check_exact(self.rules or self.game)  # our walk's tree is built now, cached
             except ConfigError as error:
                 raise ConfigError(
                     f"DeepCFR exploitability_every={exploitability_every}: {error}"
                 ) from None
 
         F, A = self.game.feature_size, self.game.n_actions
+        # The built spec, not hparams' copy: under LightningCLI that is the config's mapping.
+        self._network = network
         self.advantage_nets = nn.ModuleList(
             _networks(network, "network", F, A, self.game, len(PLAYERS))
         )
@@ -323,12 +330,34 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         F, A = self.game.feature_size, self.game.n_actions
         stored = []
         for _, states in self._snapshots:
-            nets = _networks(self.hparams.network, "network", F, A, self.game, len(states))
+            nets = _networks(self._network, "network", F, A, self.game, len(states))
             for net, state in zip(nets, states, strict=True):
                 net.load_state_dict(state)
                 net.eval()
             stored.append(nets)
         return stored
+
+    def exact_policy(self, policy: str | None = None, greedy: bool = False) -> JointPolicy:
+        """``policy`` (None: ``deploy``'s) as the exact walk asks it, on the CPU. SD-CFR's is
+        the reach-weighted average of every stored iteration's current strategy
+        (``GameTree.average_strategy``), a table over the game's information sets."""
+        if policy is None:
+            policy, deployed_greedy = deployed_policy(self)
+            greedy = greedy or deployed_greedy
+        if policy != "sdcfr":
+            return exact_policy(self.strategy_net, self.advantage_nets, policy, greedy)
+        if not self._snapshots:
+            raise ConfigError("DeepCFR has no stored iterations for the sdcfr policy yet")
+        tree = game_tree(self.rules or self.game)
+        tables = [
+            tree.policy_probs(exact_policy(self.strategy_net, nets, "current"))
+            for nets in self._snapshot_networks()
+        ]
+        weights = [float(t) ** self.hparams.weight_exponent for t, _ in self._snapshots]
+        probs = tree.average_strategy(tables, weights)  # [I, A]
+        if greedy:
+            probs = np.eye(probs.shape[1])[probs.argmax(1)]
+        return tree.table_policy(probs)
 
     def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
@@ -411,12 +440,12 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
 
     def exploitability_metrics(self) -> dict[str, float]:
-        """``exploitability`` of the average strategy (NashConv / 2, OpenSpiel's), also as a
-        share of the uniform policy's, and ``nash_conv``."""
+        """``exploitability`` of the deployed policy (``deploy``; NashConv / 2, OpenSpiel's),
+        also as a share of the uniform policy's, and ``nash_conv``."""
         game = self.rules or self.game
         if self._uniform_exploitability is None:
-            self._uniform_exploitability = exploitability(game, uniform_strategy)
-        value = exploitability(game, self.average_policy)
+            self._uniform_exploitability = exact_nash_conv(game, uniform_strategy) / 2
+        value = exact_nash_conv(game, self.exact_policy()) / 2
         return {
             "exploitability": value,
             "exploitability/vs_uniform": value / self._uniform_exploitability,
@@ -558,6 +587,12 @@ def _refuse_lost_cities_options(
         raise ConfigError(
             f"DeepCFR color_augmentation=True relabels Lost Cities' colours; the game here "
             f"is {game.name}"
+        )
+    guide = getattr(sampler, "guide", None)
+    if guide:
+        raise ConfigError(
+            f"DeepCFR sampler {type(sampler).__name__} guide={guide!r} is a Lost Cities agent; "
+            f"the game here is {game.name} (set guide: null)"
         )
     if getattr(sampler, "lost_cities_only", False):
         raise ConfigError(

@@ -95,11 +95,30 @@ def test_the_tree_sizes_are_openspiels():
     assert kuhn.root_prob.sum() == pytest.approx(1) and leduc.root_prob.sum() == pytest.approx(1)
 
 
-def test_a_game_behind_the_adapter_is_measured_by_openspiels_walk():
+@pytest.mark.parametrize("game", GAMES, ids=lambda g: g.name)
+def test_a_game_behind_the_adapter_is_walked_from_its_chance_sequences(game):
+    adapter = OpenSpielGame(game.name)
+    ours, theirs = game_tree(adapter), game_tree(game)
+    assert (ours.n_nodes, ours.n_infosets, len(ours.root)) == (
+        theirs.n_nodes,
+        theirs.n_infosets,
+        len(theirs.root),
+    )
+    np.testing.assert_allclose(ours.root_prob, theirs.root_prob, atol=1e-15)
+    policy = network_policy(game, 2)  # the adapter's features are the same tensors
+    assert nash_conv(adapter, policy) == pytest.approx(nash_conv(game, policy), abs=1e-12)
+
+
+def test_a_game_too_large_for_our_walk_is_measured_by_openspiels(monkeypatch):
+    import lostcities_cfr.game.openspiel_adapter as adapter_module
+
+    monkeypatch.setattr(adapter_module, "MAX_WALKED_HISTORIES", 10)
     adapter = OpenSpielGame("kuhn_poker")
-    policy = network_policy(KuhnPoker(), 2)  # the adapter's features are the same tensors
+    with pytest.raises(ConfigError, match="more than 10 histories"):
+        adapter.deals()
+    policy = network_policy(KuhnPoker(), 2)
     assert exact_nash_conv(adapter, policy) == pytest.approx(
-        exact_nash_conv(KuhnPoker(), policy), abs=1e-12
+        openspiel_nash_conv(KuhnPoker(), policy), abs=1e-12
     )
 
 

@@ -1,0 +1,85 @@
+"""``scripts/openspiel_side_by_side.py --quick``: every contestant trains in its own worker
+process on Kuhn poker, and the JSON, the table and both PNGs come out."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("open_spiel")
+pytest.importorskip("tree")  # dm-tree: OpenSpiel's PyTorch Deep CFR imports it
+
+
+def test_quick_run_measures_every_contestant(load_script, tmp_path, capsys):
+    # About 30 s on two idle cores: four worker processes, 2 s of training clock each.
+    script = load_script("openspiel_side_by_side")
+    script.main(["--quick", "--game", "kuhn_poker", "--out", str(tmp_path)])
+    result = json.loads((tmp_path / "side_by_side.json").read_text())
+    uniform = result["uniform_nash_conv"]
+    assert uniform == pytest.approx(11 / 12)  # Kuhn's uniform policy: 1/4 + 2/3
+    points: dict[str, list[dict]] = {}
+    for point in result["points"]:
+        points.setdefault(point["contestant"], []).append(point)
+    assert sorted(points) == sorted(script.CONTESTANTS)
+    for contestant, mine in points.items():
+        assert all(p["seed"] == 0 for p in mine)
+        assert all(math.isfinite(p["nash_conv"]) and p["nash_conv"] >= 0 for p in mine), mine
+        assert mine[0]["iteration"] == 1  # every run is measured after its first iteration
+        seconds = [p["seconds"] for p in mine]
+        assert seconds == sorted(seconds), contestant
+    # CFR+ ran its 100 iterations well within the budget and went far below uniform play.
+    cfr_plus = points["cfr_plus"]
+    assert cfr_plus[-1]["iteration"] == script.CFR_PLUS_ITERATIONS
+    assert all(p["nash_conv"] < uniform for p in cfr_plus if p["iteration"] >= 3)
+    assert cfr_plus[-1]["nash_conv"] < 0.05 * uniform
+    # The Deep CFR runs stopped at the first iteration's end past the 2 s budget.
+    for contestant in ("openspiel", "ours", "ours_adapter"):
+        assert points[contestant][-1]["seconds"] >= 2.0, contestant
+    runs = {run["contestant"]: run for run in result["runs"]}
+    assert runs["cfr_plus"]["iterations"] == script.CFR_PLUS_ITERATIONS
+    table = capsys.readouterr().out
+    for contestant in script.CONTESTANTS:
+        assert f"\n{contestant} " in table
+    for name in ("nashconv_vs_seconds.png", "nashconv_vs_iterations.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG"), name
+
+
+def test_the_table_reads_the_latest_evaluation_at_or_before_each_minute(load_script):
+    script = load_script("openspiel_side_by_side")
+    Point, Run = script.Point, script.Run
+    runs = [
+        Run(
+            "ours",
+            seed,
+            iterations=10,
+            train_seconds=150.0,
+            wall_seconds=160.0,
+            points=[
+                Point("ours", seed, 1.0, 1, 4.0),
+                Point("ours", seed, 59.0, 5, 2.0 + seed),
+                Point("ours", seed, 61.0, 6, 1.0),
+                Point("ours", seed, 150.0, 10, 0.5 + seed),
+            ],
+        )
+        for seed in range(3)
+    ]
+    lines = script.table(runs, budget_s=150.0).splitlines()
+    assert lines[0].split() == [
+        "contestant",
+        "1",
+        "min",
+        "2",
+        "min",
+        "end",
+        "train",
+        "s",
+        "iterations",
+    ]
+    # 1 min: the points at 59 s (2, 3, 4); 2 min: those at 61 s; end: 0.5, 1.5, 2.5
+    assert lines[1].split() == ["ours", "3.0000", "1.0000", "1.5000", "150.0", "10"]
+    x, median, low, high = script.band(runs, "iteration")
+    assert list(x) == [1, 5, 6, 10]
+    assert list(median) == [4.0, 3.0, 1.0, 1.5]
+    assert list(low) == [4.0, 2.0, 1.0, 0.5] and list(high) == [4.0, 4.0, 1.0, 2.5]
