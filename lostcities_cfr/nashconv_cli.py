@@ -27,7 +27,8 @@ from lostcities_cfr.game.names import game_from_name
 from lostcities_cfr.game.protocol import Game
 from lostcities_cfr.training.checkpoint import load_model
 
-USAGE = "uniform | ckpt:PATH[:average|:current|:sdcfr][:greedy]"
+USAGE = "uniform | ckpt:PATH[:average|:current|:sdcfr|:policy][:greedy]"
+POLICY_FLAGS = ("average", "current", "sdcfr", "policy")  # DeepCFR's; PPO's one
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +109,7 @@ def _agent_policy(
         parser.error(f"--agent {spec!r}: expected {USAGE}")
     flags = rest.split(":")
     end = len(flags)
-    while end > 1 and flags[end - 1] in ("average", "current", "sdcfr", "greedy"):
+    while end > 1 and flags[end - 1] in (*POLICY_FLAGS, "greedy"):
         end -= 1
     path, chosen = ":".join(flags[:end]), flags[end:]
     if not Path(path).is_file():
@@ -122,7 +123,7 @@ def _agent_policy(
         parser.exit(
             2, f"{parser.prog}: error: checkpoint {path} plays {own.name}, not {game.name}\n"
         )
-    policy = next((p for p in ("average", "current", "sdcfr") if p in chosen), None)
+    policy = next((p for p in POLICY_FLAGS if p in chosen), None)
     return game, model.exact_policy(policy, greedy="greedy" in chosen)
 
 

@@ -377,6 +377,15 @@ RUNNERS: dict[str, Callable[[Task], TrainingClock]] = {
 }
 
 
+def load_run(path: Path) -> Run | None:
+    """A run kept by an earlier call with the same ``--out``; None if there is none."""
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    data["points"] = [Point(**point) for point in data["points"]]
+    return Run(**data)
+
+
 def in_own_process(task: Task) -> Run:
     """:func:`run_task` in a fresh interpreter of its own (``spawn``): no torch, Lightning or
     random state shared by two runs. (A pool's workers replaced after each task would be
@@ -543,11 +552,21 @@ def main(argv: list[str] | None = None) -> None:
         f"{len(tasks)} runs of {args.seconds:g} s training clock on {args.game}, "
         f"{args.jobs} at a time, one thread each"
     )
-    runs = []
+    # Each finished run is kept at once, and a rerun with the same --out reuses it: a long
+    # comparison that is stopped loses only the runs in progress.
+    kept = args.out / "runs"
+    kept.mkdir(parents=True, exist_ok=True)
+    runs = [load_run(kept / f"{t.contestant}_{t.seed}.json") for t in tasks]
+    runs = [run for run in runs if run is not None]
+    reused = {(run.contestant, run.seed) for run in runs}
+    todo = [t for t in tasks if (t.contestant, t.seed) not in reused]
+    if reused:
+        print(f"  reusing {len(reused)} finished runs from {kept}")
     with ThreadPoolExecutor(args.jobs) as threads:
-        for done in as_completed([threads.submit(in_own_process, task) for task in tasks]):
+        for done in as_completed([threads.submit(in_own_process, task) for task in todo]):
             run = done.result()
             runs.append(run)
+            (kept / f"{run.contestant}_{run.seed}.json").write_text(json.dumps(asdict(run)))
             print(
                 f"  {run.contestant} seed {run.seed}: NashConv {run.points[-1].nash_conv:.4f} "
                 f"after {run.iterations} iterations, {run.train_seconds:.1f} s of training "

@@ -10,7 +10,8 @@ not how to recover from its own mistakes; that is what the PPO that follows is f
 
 The :class:`~lostcities_cfr.baselines.ppo.PPO` baseline runs it as a warm start (its first
 ``bc_iterations`` iterations), and fits its value network to the rows' returns meanwhile, so
-that PPO starts with a critic that knows the teacher's games.
+that PPO starts with a critic that knows the teacher's games. The agents of agent specs play
+Lost Cities, so PPO refuses a teacher in another game.
 """
 
 from __future__ import annotations
@@ -18,30 +19,36 @@ from __future__ import annotations
 import torch
 
 from lostcities_cfr.agents import Agent
-from lostcities_cfr.arena import play_out
-from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions
+from lostcities_cfr.baselines.rollout import DecisionRecorder, Decisions, play_games
 from lostcities_cfr.cfr.networks import masked_log_softmax
-from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.game import Rules
+from lostcities_cfr.game.lost_cities import as_game
+from lostcities_cfr.game.protocol import BatchedGames, Game
 
 
 def teacher_games(
-    rules: Rules, teacher: Agent, games: int, seed: int, device: str | torch.device = "cpu"
+    game: Game | Rules | str,
+    teacher: Agent,
+    games: int,
+    seed: int,
+    device: str | torch.device = "cpu",
 ) -> Decisions:
     """Every decision of ``games`` rounds of ``teacher`` against itself, dealt from ``seed``.
 
     ``log_probs`` are 0 (the teacher's own probabilities are not known).
     """
-    batch = GameBatch.new(rules, games, seed=seed, device=device)
+    batch = as_game(game).new_batch(games, seed=seed, device=device)
     recorder = DecisionRecorder()
 
-    def decide(batch: GameBatch, step: int, rows: torch.Tensor) -> torch.Tensor:
+    def decide(batch: BatchedGames, step: int, rows: torch.Tensor) -> torch.Tensor:
         actions = teacher.act(batch)  # [B]
         live = (~batch.done).nonzero().squeeze(1)
         features, legal = batch.encode()[live], batch.legal_mask()[live]
-        recorder.add(rows[live], step, (step >> 1) & 1, features, legal, actions[live])
+        mover, turn = batch.current_player[live], batch.turn[live]  # [n], [n]
+        recorder.add(rows[live], turn, mover, features, legal, actions[live])
         return actions
 
-    return recorder.rows(play_out(batch, decide))
+    return recorder.rows(play_games(batch, decide))
 
 
 def behaviour_cloning_loss(

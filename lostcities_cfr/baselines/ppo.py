@@ -19,6 +19,16 @@ the environment: only the learner's decisions are rows, and its reward is the ro
 score difference, over ``reward_scale``, plus ``win_bonus`` times its sign, at its last
 decision (gamma 1: a round is short and only its end counts).
 
+**Any game of the protocol** (``game/protocol.py``): ``rules`` names Lost Cities or any
+:class:`~lostcities_cfr.game.protocol.Game` (``lostcities_cfr.game.poker.LeducPoker``), and
+the rollouts ask the game only what the protocol offers. In poker the reward is the chips
+won (zero-sum), and one network plays both seats: the features (OpenSpiel's
+``information_state_tensor``) start with the observer's seat. On a game small enough to
+walk whole, ``exploitability_every`` logs the policy's exact exploitability (as DeepCFR's
+does), and :meth:`PPO.exact_policy` is what ``python -m lostcities_cfr nashconv`` measures.
+What only Lost Cities has (agents of agent specs as teacher or opponent, colour networks,
+the value network for a search) is refused in another game, naming the game.
+
 **Against a fixed agent.** With ``opponent`` (an agent spec) or :meth:`PPO.play_against`
 (an agent in memory), every game of a rollout is against that agent, half of them from each
 seat, and the pool is not used: the learner becomes an approximate best response to it (ABR,
@@ -28,10 +38,10 @@ step in one ``act`` call (a network agent: one batched forward).
 
 **One iteration is one Lightning epoch:**
 
-1. *rollout* (``on_train_epoch_start``): all games in lockstep on the batched engine
-   (:func:`~lostcities_cfr.arena.play_out`); at each step one forward per network through
-   the inference queue for every game where it is to move, actions sampled from the masked
-   softmax;
+1. *rollout* (``on_train_epoch_start``): all games in lockstep as one batch of the game
+   (:func:`~lostcities_cfr.baselines.rollout.play_games`); at each step one forward per
+   network through the inference queue for every game where it is to move, actions sampled
+   from the masked softmax;
 2. *advantages*: the value network on every row, then GAE per game;
 3. *update* (the epoch's training steps): ``update_epochs`` passes over the rows in
    ``minibatches`` shuffled minibatches, one Adam step each.
@@ -68,19 +78,24 @@ from lostcities_cfr.arguments import (
 )
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
 from lostcities_cfr.baselines.ppo_math import (
-    decision_index,
     explained_variance,
     generalized_advantage_estimation,
+    order_in_game,
     ppo_loss,
 )
 from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
+from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import AgentSpecError, ConfigError
-from lostcities_cfr.game import Rules, feature_size
+from lostcities_cfr.game import Rules
+from lostcities_cfr.game.lost_cities import LostCities, as_game
+from lostcities_cfr.game.protocol import Game
 from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
+from lostcities_cfr.training.agents import exact_policy
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
+from lostcities_cfr.training.evaluation import check_exploitability_every, exploitability_metrics
 
 # Rollouts deal from seeds below this; deals from seeds at or above it were never trained on
 # (the held-out games of an approximate best response).
@@ -107,7 +122,11 @@ class PPO(pl.LightningModule):
     """PPO with a self-play opponent pool and an optional behaviour-cloning warm start.
 
     Args:
-        rules: a preset name (``classic``, ``six-colors``, ``tiny``) or a :class:`Rules`.
+        rules: the game: a Lost Cities preset name (``classic``, ``six-colors``, ``tiny``), a
+            :class:`Rules`, or any :class:`~lostcities_cfr.game.protocol.Game` (in a config,
+            its ``class_path``: ``lostcities_cfr.game.poker.LeducPoker``). A teacher or
+            opponent agent and colour networks are Lost Cities' alone and refuse another
+            game.
         network: a preset name (``512x3``, ``1024x6``) or a :class:`NetworkConfig`: the
             shape of the policy network and of the value network (one output). 128x2 by
             default: on one CPU thread, smaller networks see more games in the same time,
@@ -122,7 +141,8 @@ class PPO(pl.LightningModule):
         value_coef: weight of the value loss.
         entropy_coef: weight of the entropy bonus.
         max_grad_norm: largest gradient norm per step; 0 turns clipping off.
-        reward_scale: the final score difference is divided by this.
+        reward_scale: the final score difference (poker: the chips won) is divided by
+            this.
         win_bonus: plus this times the sign of the score difference (a win counts
             beyond its margin).
         opponent_groups: opponents per rollout (the games split evenly).
@@ -136,6 +156,10 @@ class PPO(pl.LightningModule):
         opponent: agent spec of a fixed opponent (module docstring): every game is against
             it and ``opponent_groups``, ``latest_share``, ``snapshot_every`` and
             ``pool_size`` go unused; ``None``: self-play against the pool.
+        exploitability_every: log the exact exploitability of the policy every this many
+            iterations (``exploitability``, ``exploitability/vs_uniform``, ``nash_conv``, as
+            ``DeepCFR`` logs them); 0 never. Games small enough to walk whole only (Kuhn,
+            Leduc, tiny Lost Cities).
         seed: seeds the deals, the players' sampling, the pool draws and the minibatches
             (the fixed opponent's own sampling: ``seed + 2``). The CLI links it to
             ``seed_everything``. A resumed run restarts the fixed opponent's sampling
@@ -149,7 +173,7 @@ class PPO(pl.LightningModule):
     @checked
     def __init__(
         self,
-        rules: str | Rules = "classic",
+        rules: Rules | Game | str = "classic",
         network: str | NetworkConfig = NetworkConfig(width=128, depth=2),  # noqa: B008 (frozen)
         games_per_rollout: PositiveInt = 512,
         update_epochs: PositiveInt = 2,
@@ -170,6 +194,7 @@ class PPO(pl.LightningModule):
         bc_teacher: str | None = None,
         bc_iterations: NonNegativeInt = 0,
         opponent: str | None = None,
+        exploitability_every: NonNegativeInt = 0,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -179,8 +204,15 @@ class PPO(pl.LightningModule):
             raise ConfigError(
                 f"PPO games_per_rollout={games_per_rollout}; expected at least 2 (a game from each seat)"
             )
-        self.rules = _resolve_rules(rules)
+        self.game = _resolve_game(rules)
+        # Lost Cities' rules, for the parts only it has; None in another game.
+        self.rules = self.game.rules if isinstance(self.game, LostCities) else None
         self.network_config = _resolve_network(network)
+        if self.rules is None:
+            _refuse_lost_cities_options(
+                self.game, self.network_config, bc_teacher, bc_iterations, opponent
+            )
+        check_exploitability_every("PPO", exploitability_every, self.rules or self.game)
         self.teacher: Agent | None = None
         if bc_teacher is not None:
             try:
@@ -200,7 +232,7 @@ class PPO(pl.LightningModule):
                 self.play_against(agent_from_spec(opponent, seed=seed + 2), clone)
             except (AgentSpecError, ConfigError) as error:
                 raise ConfigError(f"PPO opponent: {error}") from None
-        F, A = feature_size(self.rules), self.rules.n_actions
+        F, A = self.game.feature_size, self.game.n_actions
         self.policy_net = self.network_config.build(F, A, self.rules)
         self.value_net = self.network_config.build(F, 1, self.rules)
         # Snapshots of earlier policies (state dicts) and the networks that play them; the
@@ -241,8 +273,14 @@ class PPO(pl.LightningModule):
                 alone would not leave the copy's neighbourhood.
 
         Raises:
-            ConfigError: the agent or the teacher plays other rules (names both).
+            ConfigError: the agent or the teacher plays other rules (names both), or the
+                game is not Lost Cities (names it).
         """
+        if self.rules is None:
+            raise ConfigError(
+                f"PPO.play_against: a fixed opponent agent plays Lost Cities only; the game "
+                f"here is {self.game.name}"
+            )
         check_agent_rules(agent, self.rules)
         self.opponent = agent
         if clone_iterations:
@@ -258,14 +296,36 @@ class PPO(pl.LightningModule):
         self, policy: str | None = None, greedy: bool = False, seed: int | None = None
     ) -> Agent:
         """A batched agent playing the policy network's masked softmax (``None``: the same)."""
-        policy = LEARNER if policy is None else policy
-        if policy != LEARNER:
-            raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
-        return NetworkAgent(self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=policy)
+        return NetworkAgent(
+            self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=_policy_name(policy)
+        )
 
-    def state_value(self) -> StateValue:
+    def exact_policy(self, policy: str | None = None, greedy: bool = False) -> JointPolicy:
+        """The policy (``None``: the same) as the exact walk asks it: ``features [n, F],
+        legal [n, A] -> probabilities [n, A]`` on the CPU, one network for both seats;
+        ``greedy`` puts all the mass on the most probable action, as the greedy agent
+        plays. What ``exploitability_every`` and ``nashconv --agent ckpt:PATH`` measure."""
+        _policy_name(policy)
+        probabilities = exact_policy(self.policy_net, (), "average", greedy)
+        device, dtype = self.device, self.dtype
+
+        def on_device(features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+            # the walk's tensors are float32 on the CPU; the network may live elsewhere
+            return probabilities(features.to(device, dtype), legal.to(device)).cpu()
+
+        return on_device
+
+    def exploitability_metrics(self) -> dict[str, float]:
+        """``exploitability`` of the policy (NashConv / 2), also as a share of the uniform
+        policy's, and ``nash_conv``: what ``exploitability_every`` logs."""
+        return exploitability_metrics(self.rules or self.game, self.exact_policy())
+
+    def state_value(self) -> StateValue | None:
         """The value network in points, for a search to cut its rollouts with
-        (``docs/search.md``). With ``win_bonus`` it also counts the bonus, in points."""
+        (``docs/search.md``). With ``win_bonus`` it also counts the bonus, in points. None
+        in another game than Lost Cities, which the search's sampled worlds are."""
+        if self.rules is None:
+            return None
         return StateValue(self.value_net, history=False, scale=self.hparams.reward_scale)
 
     # ---- Lightning: setup ---------------------------------------------------------------------
@@ -307,7 +367,7 @@ class PPO(pl.LightningModule):
         """Play the teacher against itself; its moves and returns as training rows."""
         start = time.perf_counter()
         rows = teacher_games(
-            self.rules, self.teacher, self.hparams.games_per_rollout, self._deal_seed(), self.device
+            self.game, self.teacher, self.hparams.games_per_rollout, self._deal_seed(), self.device
         )
         seconds = time.perf_counter() - start
         self.iteration_metrics = {
@@ -327,7 +387,7 @@ class PPO(pl.LightningModule):
             self.pool.append(self._snapshot())
         start = time.perf_counter()
         decisions, n_decisions = learner_rollout(
-            self.rules,
+            self.game,
             self.queue,
             [self.opponent] if self.opponent is not None else self._draw_opponents(),
             self.hparams.games_per_rollout,
@@ -375,8 +435,9 @@ class PPO(pl.LightningModule):
         The rows go into [K, G] tables (a game's k-th decision of the learner) for
         :func:`generalized_advantage_estimation`; the reward comes at each game's last row.
         """
-        k, game = decision_index(decisions.step), decisions.game
-        K, G = int(k.max()) + 1, self.hparams.games_per_rollout
+        G, game = self.hparams.games_per_rollout, decisions.game
+        k = order_in_game(game, G)  # [N]
+        K = int(k.max()) + 1
         last = torch.zeros(G, dtype=torch.int64, device=k.device).scatter_reduce_(
             0, game, k, "amax"
         )
@@ -452,6 +513,9 @@ class PPO(pl.LightningModule):
         self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
 
     def on_train_epoch_end(self) -> None:
+        every = self.hparams.exploitability_every
+        if every and self.iteration % every == 0:
+            self.iteration_metrics.update(self.exploitability_metrics())
         snapshot = self.iteration % self.hparams.snapshot_every == 0
         if snapshot and not self.cloning and self.opponent is None:
             self.pool = [*self.pool, self._snapshot()][-self.hparams.pool_size :]
@@ -480,7 +544,7 @@ class PPO(pl.LightningModule):
             generator=self.rollout_generator,
             device=self.device,
         ).tolist()
-        F, A = feature_size(self.rules), self.rules.n_actions
+        F, A = self.game.feature_size, self.game.n_actions
         names = [LEARNER] * n_latest
         for j, draw in enumerate(draws):
             if j == len(self._opponent_nets):
@@ -512,15 +576,49 @@ class PPO(pl.LightningModule):
         self._resume_state = checkpoint.get(self.training_state_key)
 
 
-def _resolve_rules(rules: str | Rules) -> Rules:
-    if isinstance(rules, Rules):
-        return rules
-    if isinstance(rules, dict):  # as saved in a checkpoint's hyperparameters
-        return Rules(**rules)
+def _resolve_game(rules: Rules | Game | str) -> Game:
+    if isinstance(rules, dict) and "class_path" not in rules:
+        rules = Rules(**rules)  # Lost Cities' rules as a checkpoint's hyperparameters hold them
     try:
-        return Rules.preset(rules)
+        return as_game(rules)
     except ConfigError as error:
-        raise ConfigError(f"PPO rules: {error} or a Rules mapping of its fields") from None
+        raise ConfigError(
+            f"PPO rules: {error} or a Rules mapping of its fields, or a Game's class_path"
+        ) from None
+
+
+def _refuse_lost_cities_options(
+    game: Game,
+    network: NetworkConfig,
+    bc_teacher: str | None,
+    bc_iterations: int,
+    opponent: str | None,
+) -> None:
+    """Refuse, in one line naming the game, what only Lost Cities has."""
+    if bc_teacher is not None or bc_iterations:
+        field = f"bc_teacher={bc_teacher!r}" if bc_teacher else f"bc_iterations={bc_iterations}"
+        raise ConfigError(
+            f"PPO {field}: behaviour cloning copies a teacher agent, and agents play Lost "
+            f"Cities only; the game here is {game.name} (set bc_teacher: null and "
+            "bc_iterations: 0)"
+        )
+    if opponent is not None:
+        raise ConfigError(
+            f"PPO opponent={opponent!r}: a fixed opponent agent plays Lost Cities only; the "
+            f"game here is {game.name} (set opponent: null: self-play against the pool)"
+        )
+    if network.needs_rules:
+        raise ConfigError(
+            "PPO network: colour networks (architecture='colors', hidden_features) are for "
+            f"Lost Cities only; the game here is {game.name}"
+        )
+
+
+def _policy_name(policy: str | None) -> str:
+    """PPO's one policy's name, which ``None`` stands for; any other is refused."""
+    if policy not in (None, LEARNER):
+        raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
+    return LEARNER
 
 
 def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:

@@ -100,12 +100,30 @@ def ppo_loss(
 
 
 def decision_index(step: torch.Tensor) -> torch.Tensor:
-    """A player's k-th own decision of a round from the round's step: ``step // 4 * 2 + step % 2``.
+    """A player's k-th own decision of a Lost Cities round from the round's step:
+    ``step // 4 * 2 + step % 2``.
 
     A turn is two decisions of one player (card, then draw), so a player decides at
-    steps 4j and 4j + 1 (seat 0) or 4j + 2 and 4j + 3 (seat 1).
+    steps 4j and 4j + 1 (seat 0) or 4j + 2 and 4j + 3 (seat 1). Where who moves depends
+    on the play (poker), :func:`order_in_game` counts the same from the rows themselves.
     """
     return step // 4 * 2 + step % 2
+
+
+def order_in_game(game: torch.Tensor, n_games: int) -> torch.Tensor:
+    """[N] int64: each row's index among the rows of its game, rows in the order taken.
+
+    ``game`` [N] int64 in ``0..n_games-1``: the game of each row. On the learner's rows of
+    a rollout this is its k-th own decision of the game, whatever the game's order of
+    play; on Lost Cities it equals :func:`decision_index` of the rows' steps.
+    """
+    order = torch.sort(game, stable=True).indices  # [N]: game by game, each in row order
+    counts = torch.bincount(game, minlength=n_games)  # [G]
+    starts = counts.cumsum(0) - counts  # [G]: first sorted position of each game
+    sorted_game = game[order]
+    index = torch.empty_like(game)
+    index[order] = torch.arange(len(game), device=game.device) - starts[sorted_game]
+    return index
 
 
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:

@@ -1,25 +1,34 @@
-"""Decisions recorded as rows while :func:`~lostcities_cfr.arena.play_out` plays whole games.
+"""Decisions recorded as rows while whole games play out, on any game of the protocol.
 
 Both baselines learn from rows of (features, legal mask, action) taken from games played
-in lockstep on the batched engine: behaviour cloning from every decision of a teacher,
-PPO from the learner's decisions against its opponents (:func:`learner_rollout`).
-:class:`DecisionRecorder` collects them step by step, :meth:`DecisionRecorder.rows` joins
-them once the games end, with each row's final return from the seat that took it.
+in lockstep as one batch (``game/protocol.py``): behaviour cloning from every decision of a
+teacher, PPO from the learner's decisions against its opponents (:func:`learner_rollout`).
+:func:`play_games` plays a batch to the end, :class:`DecisionRecorder` collects the rows
+step by step, and :meth:`DecisionRecorder.rows` joins them once the games end, with each
+row's final return from the seat that took it.
+
+Only the protocol is asked who moves (``current_player``, per game: in poker it changes
+from game to game within a step), so the same code plays Lost Cities, Kuhn and Leduc.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
 
 from lostcities_cfr.agents import Agent
-from lostcities_cfr.arena import Finals, play_out
+from lostcities_cfr.arena import play_out
 from lostcities_cfr.game import GameBatch, Rules
+from lostcities_cfr.game.lost_cities import as_game
+from lostcities_cfr.game.protocol import BatchedGames, Game
 from lostcities_cfr.inference import InferenceQueue
 
 LEARNER = "policy"  # the learner's name in the inference queue, and its policy's name
+
+Decide = Callable[[BatchedGames, int, torch.Tensor], torch.Tensor]
+"""``decide(batch, step, rows) -> actions [B]``: the moves of one step of :func:`play_games`."""
 
 
 @dataclass(frozen=True)
@@ -29,11 +38,13 @@ class Decisions:
     game: torch.Tensor  # [N] int64: the game's index in the rollout's batch
     step: torch.Tensor  # [N] int64: decisions played in the game before this one
     seat: torch.Tensor  # [N] int64: the player who decided
-    features: torch.Tensor  # [N, F] float32: GameBatch.encode() of that player
+    features: torch.Tensor  # [N, F] float32: BatchedGames.encode() of that player
     legal: torch.Tensor  # [N, A] bool
     actions: torch.Tensor  # [N] int64
     log_probs: torch.Tensor  # [N] float32: log-probability of the action when it was sampled
-    returns: torch.Tensor  # [N] float32: the game's final score difference, the seat's view
+    # [N] float32: the game's final return from the seat (Lost Cities: the score
+    # difference, own minus other; poker: chips won)
+    returns: torch.Tensor
 
     def __len__(self) -> int:
         return self.actions.shape[0]
@@ -52,8 +63,8 @@ class DecisionRecorder:
     def add(
         self,
         game: torch.Tensor,
-        step: int,
-        seat: int,
+        step: int | torch.Tensor,
+        seat: int | torch.Tensor,
         features: torch.Tensor,
         legal: torch.Tensor,
         actions: torch.Tensor,
@@ -61,23 +72,26 @@ class DecisionRecorder:
     ) -> None:
         """Record n decisions of one step: games [n], features [n, F], legal [n, A], actions [n].
 
-        All games of a lockstep step share the player to move, hence one ``seat``.
-        ``log_probs`` [n] (``None``: 0, for a teacher that does not sample).
+        ``step`` and ``seat``: each row's decisions played before it and the player who
+        took it, as [n] int64 or one number for all rows (Lost Cities' lockstep games
+        share both). ``log_probs`` [n] (``None``: 0, for a teacher that does not sample).
         """
         n = game.shape[0]
         if log_probs is None:
             log_probs = torch.zeros(n, device=game.device)
-        step_seat = torch.tensor([step, seat], device=game.device).expand(n, 2)
+        step_seat = torch.stack(
+            [torch.as_tensor(v, device=game.device).expand(n) for v in (step, seat)], 1
+        )  # [n, 2] int64
         self._chunks.append((game, step_seat, features, legal, actions, log_probs))
 
-    def rows(self, finals: Finals) -> Decisions:
-        """Every recorded row, with the final score difference from its seat (``finals``)."""
+    def rows(self, returns: torch.Tensor) -> Decisions:
+        """Every recorded row, with its game's final return from its seat (``returns``
+        [D, 2], as :func:`play_games` gives them)."""
         game, step_seat, features, legal, actions, log_probs = (
             torch.cat(parts) for parts in zip(*self._chunks, strict=True)
         )
         seat = step_seat[:, 1]
-        scores = finals.scores.to(game.device)[game].float()  # [N, 2]
-        own = scores.gather(1, seat[:, None]).squeeze(1)
+        own = returns.to(game.device)[game].gather(1, seat[:, None]).squeeze(1)  # [N]
         return Decisions(
             game=game,
             step=step_seat[:, 0],
@@ -86,12 +100,42 @@ class DecisionRecorder:
             legal=legal,
             actions=actions,
             log_probs=log_probs,
-            returns=2 * own - scores.sum(1),  # own - other
+            returns=own,
         )
 
 
+def play_games(batch: BatchedGames, decide: Decide, check: bool = True) -> torch.Tensor:
+    """Play every game of ``batch`` to the end, in place, one ``decide`` call per step; the
+    games' returns, [D, 2] float32 on the CPU in the batch's order.
+
+    ``decide`` gets the batch, the step and ``rows`` ([B] int64: each row's index in the
+    original batch); finished games may stay in the batch with no legal action, and their
+    entries are ignored. Lost Cities plays through the arena's own loop
+    (:func:`~lostcities_cfr.arena.play_out`: its rounds and these drop finished games
+    alike, so a seed gives the same games), whose final scores give the returns (own minus
+    other); any other game through the protocol's ``step``, ``done``, ``select`` and
+    ``returns``.
+    """
+    if isinstance(batch, GameBatch):
+        scores = play_out(batch, decide, check=check).scores.float()  # [D, 2]
+        return scores - scores.flip(1)
+    returns = torch.zeros(batch.batch_size, 2)
+    rows = torch.arange(batch.batch_size, device=batch.device)
+    step = 0
+    while batch.batch_size:
+        batch.step(decide(batch, step, rows), check=check)
+        step += 1
+        done = batch.done
+        if done.any():  # games of a few decisions: drop them at once
+            returns[rows[done].cpu()] = batch.returns()[done].cpu()
+            keep = (~done).nonzero().squeeze(1)
+            rows = rows[keep]
+            batch = batch.select(keep)
+    return returns
+
+
 def learner_rollout(
-    rules: Rules,
+    game: Game | Rules | str,
     queue: InferenceQueue,
     opponents: Sequence[str | Agent],
     games: int,
@@ -99,24 +143,25 @@ def learner_rollout(
     generator: torch.Generator,
     device: str | torch.device = "cpu",
 ) -> tuple[Decisions, int]:
-    """The learner's decisions in ``games`` rounds against ``opponents``; and all decisions.
+    """The learner's decisions in ``games`` games against ``opponents``; and all decisions.
 
     The learner is the queue's network ``"policy"``. An opponent is a queue name (the
     learner's own name makes it play itself; both sample their masked softmax with
     ``generator``) or an agent, which plays all of its games of a step in one ``act`` call
     (a fixed opponent: an approximate best response learns against it). Game g: the learner
     sits in seat ``g % 2`` and faces ``opponents[g // 2 % len(opponents)]``, so every
-    opponent meets both seats. Deals come from ``seed``. Returns the learner's rows
+    opponent meets both seats. ``game``: any game of the protocol (Lost Cities rules or a
+    preset name stand for theirs); deals come from ``seed``. Returns the learner's rows
     (log-probabilities and final returns filled in) and the number of decisions both sides
     took.
     """
-    batch = GameBatch.new(rules, games, seed=seed, device=device)
+    batch = as_game(game).new_batch(games, seed=seed, device=device)
     recorder = DecisionRecorder()
     decisions = 0
 
-    def decide(batch: GameBatch, step: int, rows: torch.Tensor) -> torch.Tensor:
+    def decide(batch: BatchedGames, step: int, rows: torch.Tensor) -> torch.Tensor:
         nonlocal decisions
-        mover = (step >> 1) & 1
+        mover = batch.current_player  # [B]
         features, legal = batch.encode(), batch.legal_mask()  # [B, F], [B, A]
         live = ~batch.done
         learner = live & ((rows & 1) == mover)  # [B] bool
@@ -142,9 +187,10 @@ def learner_rollout(
             actions[games_of_agent] = agent.act(batch.select(games_of_agent))
         i = learner.nonzero().squeeze(1)  # not index[LEARNER]: the learner may be an opponent
         log_probs = probs[i].gather(1, actions[i, None]).squeeze(1).log()
-        recorder.add(rows[i], step, mover, features[i], legal[i], actions[i], log_probs)
+        turn = batch.turn[i]  # [n]
+        recorder.add(rows[i], turn, mover[i], features[i], legal[i], actions[i], log_probs)
         decisions += int(live.sum())
         return actions
 
-    finals = play_out(batch, decide, check=False)
-    return recorder.rows(finals), decisions
+    returns = play_games(batch, decide, check=False)
+    return recorder.rows(returns), decisions

@@ -13,7 +13,12 @@ from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arguments import PositiveInt, checked
 from lostcities_cfr.callbacks.run_checkpoint import RunCheckpoint
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy, policy_label
+from lostcities_cfr.training.evaluation import (
+    check_duplicate_games,
+    deployed_policy,
+    evaluate_policy,
+    policy_label,
+)
 from lostcities_cfr.training.metrics import ITERATION, best_metrics
 
 
@@ -81,6 +86,7 @@ class BestCheckpoint(pl.Callback):
         return Path(self.dirpath or ".") / self.filename
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        check_duplicate_games(pl_module, "BestCheckpoint")  # it selects by duplicate games
         if self.dirpath is None:
             # The run's own checkpoint folder (fit's RunCheckpoint), not another
             # ModelCheckpoint's a config may add (weights along the curve, say).

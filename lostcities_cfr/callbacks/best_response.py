@@ -11,6 +11,7 @@ from lostcities_cfr.arguments import NonNegativeInt, PositiveInt, checked
 from lostcities_cfr.baselines.best_response import DEFAULT_NETWORK, measure, train_best_response
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.training.evaluation import check_duplicate_games
 from lostcities_cfr.training.metrics import exploit_metrics
 
 
@@ -73,6 +74,9 @@ class BestResponseProbe(pl.Callback):
         self.network = network
         self.seed = seed
         self.probe_last = probe_last
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        check_duplicate_games(pl_module, "BestResponseProbe")  # a learned Lost Cities player
 
     def should_probe(self, trainer: pl.Trainer, iteration: int) -> bool:
         """Whether ``iteration`` is one this callback probes."""

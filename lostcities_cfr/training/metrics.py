@@ -151,9 +151,10 @@ METRICS: tuple[Metric, ...] = (
         "rows held by each buffer",
     ),
     Metric(
-        ("exploitability", "exploitability/vs_uniform"),
-        "`DeepCFR` (`exploitability_every`)",
-        "exact exploitability of the average strategy, and over the uniform policy's (tiny rules)",
+        ("exploitability", "exploitability/vs_uniform", "nash_conv"),
+        "`DeepCFR`, `PPO` (`exploitability_every`)",
+        "exact exploitability of the deployed policy (NashConv / 2), over the uniform policy's, "
+        "and NashConv, on a game walked whole (Kuhn, Leduc, tiny rules)",
     ),
     Metric(
         (

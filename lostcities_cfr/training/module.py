@@ -48,7 +48,7 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import check_exact, exact_nash_conv, game_tree
+from lostcities_cfr.cfr.exploitability import game_tree
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import (
@@ -59,7 +59,6 @@ from lostcities_cfr.cfr.networks import (
     masked_softmax,
     network_factory,
 )
-from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     ADVANTAGE_NETWORKS,
@@ -79,7 +78,12 @@ from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, exact_policy, policy_agent
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
-from lostcities_cfr.training.evaluation import deployed_policy, evaluate_policy
+from lostcities_cfr.training.evaluation import (
+    check_exploitability_every,
+    deployed_policy,
+    evaluate_policy,
+    exploitability_metrics,
+)
 from lostcities_cfr.training.graphs import UpdateGraphs
 from lostcities_cfr.training.loop import PLAYERS, CFRIteration
 
@@ -231,13 +235,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             _refuse_lost_cities_options(
                 self.game, self.sampler, final_eval_games, color_augmentation
             )
-        if exploitability_every:
-            try:
-                check_exact(self.rules or self.game)  # our walk's tree is built now, cached
-            except ConfigError as error:
-                raise ConfigError(
-                    f"DeepCFR exploitability_every={exploitability_every}: {error}"
-                ) from None
+        check_exploitability_every("DeepCFR", exploitability_every, self.rules or self.game)
 
         F, A = self.game.feature_size, self.game.n_actions
         # The built spec, not hparams' copy: under LightningCLI that is the config's mapping.
@@ -277,7 +275,6 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         self._resume_state: dict[str, Any] | None = None
         # SD-CFR: (iteration, advantage networks' weights per player) of every iteration.
         self._snapshots: list[tuple[int, list[dict[str, torch.Tensor]]]] = []
-        self._uniform_exploitability: float | None = None
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -442,15 +439,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
     def exploitability_metrics(self) -> dict[str, float]:
         """``exploitability`` of the deployed policy (``deploy``; NashConv / 2, OpenSpiel's),
         also as a share of the uniform policy's, and ``nash_conv``."""
-        game = self.rules or self.game
-        if self._uniform_exploitability is None:
-            self._uniform_exploitability = exact_nash_conv(game, uniform_strategy) / 2
-        value = exact_nash_conv(game, self.exact_policy()) / 2
-        return {
-            "exploitability": value,
-            "exploitability/vs_uniform": value / self._uniform_exploitability,
-            "nash_conv": 2 * value,
-        }
+        return exploitability_metrics(self.rules or self.game, self.exact_policy())
 
     def on_train_end(self) -> None:
         games = self.hparams.final_eval_games
