@@ -9,8 +9,8 @@ of training clock each, every (contestant, seed) in its own worker process (``sp
   (``open_spiel/python/examples/deep_cfr_pytorch.py``: 64-unit networks, 375 traversals an
   iteration, 375 advantage and 2,500 strategy updates of 256 rows), iterated as its
   ``solve()`` does.
-- ``ours``: :class:`~lostcities_cfr.training.module.DeepCFR` from ``--config`` (the game's:
-  ``configs/leduc_deep_cfr.yaml``, ``configs/kuhn_deep_cfr.yaml``) on our batched engine,
+- ``ours``: :class:`~lostcities_cfr.training.module.DeepCFR` from ``--config`` (by default
+  the game's best: ``configs/leduc_sdcfr.yaml``, ``configs/kuhn_sdcfr.yaml``) on our batched engine,
   run in-process through ``python -m lostcities_cfr fit``'s own entry point
   (``fit_cli.run``) with overrides: one thread, the seed, no loggers, checkpoints in a
   temporary folder, the run's own exploitability logging off, and this script's
@@ -51,7 +51,9 @@ OpenSpiel's) and by OpenSpiel's ``nash_conv`` behind the adapter.
 - Process start, imports and building a solver or model are outside every clock.
 - CFR+ is deterministic: it runs once, with the first seed.
 
-Output in ``--out`` (``docs/figures/side_by_side/``): ``side_by_side.json`` (every point:
+Each finished run is kept in ``--out``/runs/ at once, and a call with the same ``--out``
+reuses those runs (a stopped comparison loses only the runs in progress; delete the folder
+to start afresh). Output in ``--out`` (``docs/figures/side_by_side/``): ``side_by_side.json`` (every point:
 contestant, seed, seconds, iteration, nash_conv; every run's totals; the settings and the
 uniform policy's NashConv), ``nashconv_vs_seconds.png`` and ``nashconv_vs_iterations.png``
 (median over seeds, min-max band, CFR+ dashed); a table of the median NashConv at 1, 2, 5,
@@ -59,7 +61,7 @@ uniform policy's NashConv), ``nashconv_vs_seconds.png`` and ``nashconv_vs_iterat
 printed. Runs compare fairly only on the same machine under the same load: note both.
 
     python scripts/openspiel_side_by_side.py [--game leduc_poker] [--seconds 900] [--seeds 3]
-        [--jobs 2] [--eval-every 15] [--config configs/leduc_deep_cfr.yaml]
+        [--jobs 2] [--eval-every 15] [--config configs/leduc_sdcfr.yaml]
         [--contestants openspiel,ours,ours_adapter,cfr_plus] [--out DIR] [--quick]
 
 ``--quick`` (the test's): 2 s a run, one seed, an evaluation every 0.5 s.
@@ -98,8 +100,8 @@ LABELS = {
 }
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = {
-    "kuhn_poker": REPO / "configs/kuhn_deep_cfr.yaml",
-    "leduc_poker": REPO / "configs/leduc_deep_cfr.yaml",
+    "kuhn_poker": REPO / "configs/kuhn_sdcfr.yaml",
+    "leduc_poker": REPO / "configs/leduc_sdcfr.yaml",
 }
 # OpenSpiel's example settings (open_spiel/python/examples/deep_cfr_pytorch.py).
 OPENSPIEL_EXAMPLE: dict[str, Any] = {
@@ -377,13 +379,18 @@ RUNNERS: dict[str, Callable[[Task], TrainingClock]] = {
 }
 
 
-def load_run(path: Path) -> Run | None:
-    """A run kept by an earlier call with the same ``--out``; None if there is none."""
+def load_run(kept: Path, task: Task) -> Run | None:
+    """``task``'s run as an earlier call kept it in ``kept``; None if there is none, or if
+    it ran with other settings (budget, config, evaluation interval)."""
+    path = kept / f"{task.contestant}_{task.seed}.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
-    data["points"] = [Point(**point) for point in data["points"]]
-    return Run(**data)
+    if data["task"] != asdict(task):
+        return None
+    run = data["run"]
+    run["points"] = [Point(**point) for point in run["points"]]
+    return Run(**run)
 
 
 def in_own_process(task: Task) -> Run:
@@ -556,17 +563,18 @@ def main(argv: list[str] | None = None) -> None:
     # comparison that is stopped loses only the runs in progress.
     kept = args.out / "runs"
     kept.mkdir(parents=True, exist_ok=True)
-    runs = [load_run(kept / f"{t.contestant}_{t.seed}.json") for t in tasks]
-    runs = [run for run in runs if run is not None]
+    runs = [run for run in (load_run(kept, task) for task in tasks) if run is not None]
     reused = {(run.contestant, run.seed) for run in runs}
     todo = [t for t in tasks if (t.contestant, t.seed) not in reused]
     if reused:
         print(f"  reusing {len(reused)} finished runs from {kept}")
     with ThreadPoolExecutor(args.jobs) as threads:
-        for done in as_completed([threads.submit(in_own_process, task) for task in todo]):
+        futures = {threads.submit(in_own_process, task): task for task in todo}
+        for done in as_completed(futures):
             run = done.result()
             runs.append(run)
-            (kept / f"{run.contestant}_{run.seed}.json").write_text(json.dumps(asdict(run)))
+            kept_file = kept / f"{run.contestant}_{run.seed}.json"
+            kept_file.write_text(json.dumps({"task": asdict(futures[done]), "run": asdict(run)}))
             print(
                 f"  {run.contestant} seed {run.seed}: NashConv {run.points[-1].nash_conv:.4f} "
                 f"after {run.iterations} iterations, {run.train_seconds:.1f} s of training "

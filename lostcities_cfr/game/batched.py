@@ -90,6 +90,7 @@ from lostcities_cfr.game.packed import (
     top_ranks,
     unpack_cards,
 )
+from lostcities_cfr.game.protocol import action_ids
 from lostcities_cfr.game.reference import GameState
 from lostcities_cfr.game.rules import Rules
 
@@ -456,18 +457,7 @@ class GameBatch:
         ``check=False`` to skip the test (and its device sync).
         """
         rules, B = self.rules, self.batch_size
-        actions = torch.as_tensor(actions, device=self.device)
-        if actions.shape != (B,):
-            raise ValueError(f"actions must have shape [{B}], got {list(actions.shape)}")
-        if (
-            actions.dtype.is_floating_point
-            or actions.dtype.is_complex
-            or actions.dtype == torch.bool
-        ):
-            # Converting them to action ids would truncate 3.7 to 3: refused, not guessed.
-            raise TypeError(
-                f"actions have dtype {actions.dtype}; expected an integer dtype (int64 ids)"
-            )
+        actions = action_ids(actions, B, self.device)
         if check:
             self._check(actions)
         tables, offsets = lookup_tables(rules, self.device), flat_offsets(rules, self.device, B)

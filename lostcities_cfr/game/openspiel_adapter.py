@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from lostcities_cfr.errors import ConfigError, IllegalActionError
-from lostcities_cfr.game.protocol import Game
+from lostcities_cfr.game.protocol import Game, action_ids
 
 
 def load_pyspiel() -> ModuleType:
@@ -318,17 +318,7 @@ class OpenSpielBatch:
         """Apply ``actions`` ([B] OpenSpiel ids) in every unfinished game, then resolve
         the chance nodes they lead to; finished games ignore theirs. Without ``check``,
         pyspiel applies some illegal actions (Leduc's fold with nothing to call) silently."""
-        actions = torch.as_tensor(actions)
-        if actions.shape != (self.batch_size,):
-            raise ValueError(
-                f"actions must have shape [{self.batch_size}], got {list(actions.shape)}"
-            )
-        if (
-            actions.dtype.is_floating_point
-            or actions.dtype.is_complex
-            or actions.dtype == torch.bool
-        ):
-            raise TypeError(f"actions have dtype {actions.dtype}; expected integer action ids")
+        actions = action_ids(actions, self.batch_size, torch.device("cpu"))
         ids = actions.cpu().tolist()
         live = (~self.done).cpu().tolist()
         if check:  # every game first, so that an illegal action changes none

@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from lostcities_cfr.errors import ConfigError, IllegalActionError
 from lostcities_cfr.game.openspiel_adapter import load_pyspiel
-from lostcities_cfr.game.protocol import Game
+from lostcities_cfr.game.protocol import Game, action_ids
 
 FOLD, CALL, RAISE = 0, 1, 2
 """What an action does: Leduc's ids; Kuhn's Pass and Bet map onto them by the state."""
@@ -324,18 +324,7 @@ class PokerBatch:
         Kuhn's Pass folds facing a bet and checks otherwise; its Bet calls a bet and bets
         otherwise. Both become Leduc's fold / call / raise (``kind``), which the rest reads.
         """
-        actions = torch.as_tensor(actions, device=self.device)
-        if actions.shape != (self.batch_size,):
-            raise ValueError(
-                f"actions must have shape [{self.batch_size}], got {list(actions.shape)}"
-            )
-        if (
-            actions.dtype.is_floating_point
-            or actions.dtype.is_complex
-            or actions.dtype == torch.bool
-        ):
-            # converting them would truncate 1.7 to 1: refused, not guessed
-            raise TypeError(f"actions have dtype {actions.dtype}; expected integer action ids")
+        actions = action_ids(actions, self.batch_size, self.device)
         if check:
             self._check(actions)
         rules, live = self.rules, ~self._done

@@ -166,3 +166,21 @@ class Game(abc.ABC):
         action ids and ``information_state_tensor`` as its features (Kuhn, Leduc, the
         adapter's games); else None. OpenSpiel's NashConv and the policy export use it."""
         return None
+
+
+def action_ids(actions: torch.Tensor, batch_size: int, device: torch.device) -> torch.Tensor:
+    """``actions`` as a [B] tensor of integer ids on ``device``, for a batch's ``step``.
+
+    Raises:
+        ValueError: not of shape [B].
+        TypeError: a float, complex or bool dtype (converting them to ids would truncate
+            3.7 to 3: refused, not guessed).
+    """
+    actions = torch.as_tensor(actions, device=device)
+    if actions.shape != (batch_size,):
+        raise ValueError(f"actions must have shape [{batch_size}], got {list(actions.shape)}")
+    if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
+        raise TypeError(
+            f"actions have dtype {actions.dtype}; expected an integer dtype (int64 ids)"
+        )
+    return actions

@@ -44,6 +44,13 @@ def test_quick_run_measures_every_contestant(load_script, tmp_path, capsys):
         assert f"\n{contestant} " in table
     for name in ("nashconv_vs_seconds.png", "nashconv_vs_iterations.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG"), name
+    # A second call with the same --out reuses every finished run (nothing trains again); one
+    # with another budget reuses none of them (checked without running: the kept task differs).
+    script.main(["--quick", "--game", "kuhn_poker", "--out", str(tmp_path)])
+    assert "reusing 4 finished runs" in capsys.readouterr().out
+    assert json.loads((tmp_path / "side_by_side.json").read_text())["points"] == result["points"]
+    task = script.Task("ours", 0, "kuhn_poker", 3.0, 0.5, str(script.DEFAULT_CONFIGS["kuhn_poker"]))
+    assert script.load_run(tmp_path / "runs", task) is None
 
 
 def test_the_table_reads_the_latest_evaluation_at_or_before_each_minute(load_script):
