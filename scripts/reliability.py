@@ -225,11 +225,20 @@ CASES = [
         "CUDA graphs for the updates on a CPU",
         [*FIT, *folder("graphs"), "--model.update_graphs", "true"],
     ),
-    Case("an unknown game", [*FIT, *folder("poker"), "--model.rules", "{class_path: x.NoGame}"]),
+    Case(
+        "an unknown game",
+        [*FIT, *folder("poker"), "--model.rules", "lostcities_cfr.game.poker.NoPoker"],
+    ),
     Case("nashconv of an unknown game", ["nashconv", "--agent", "uniform", "--game", "pokr"]),
     Case(
         "a Lost Cities-only network on poker",
-        [*KUHN, "--model.network.architecture", "colors"],
+        [
+            *KUHN,
+            "--trainer.default_root_dir",
+            "kuhn-colors",
+            "--model.network.architecture",
+            "colors",
+        ],
     ),
     Case(
         "a Lost Cities agent on poker",
