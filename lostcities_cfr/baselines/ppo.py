@@ -204,7 +204,7 @@ class PPO(pl.LightningModule):
             raise ConfigError(
                 f"PPO games_per_rollout={games_per_rollout}; expected at least 2 (a game from each seat)"
             )
-        self.game = _resolve_game(rules)
+        self.game = as_game(rules, "PPO")
         # Lost Cities' rules, for the parts only it has; None in another game.
         self.rules = self.game.rules if isinstance(self.game, LostCities) else None
         self.network_config = _resolve_network(network)
@@ -574,17 +574,6 @@ class PPO(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Applied in on_train_start, once setup has made the generators on the device.
         self._resume_state = checkpoint.get(self.training_state_key)
-
-
-def _resolve_game(rules: Rules | Game | str) -> Game:
-    if isinstance(rules, dict) and "class_path" not in rules:
-        rules = Rules(**rules)  # Lost Cities' rules as a checkpoint's hyperparameters hold them
-    try:
-        return as_game(rules)
-    except ConfigError as error:
-        raise ConfigError(
-            f"PPO rules: {error} or a Rules mapping of its fields, or a Game's class_path"
-        ) from None
 
 
 def _refuse_lost_cities_options(

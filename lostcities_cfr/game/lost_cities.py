@@ -66,14 +66,27 @@ class LostCities(Game):
         return f"LostCities({self.rules.preset_name()!r})"
 
 
-def as_game(game: str | Rules | Game) -> Game:
+def as_game(game: str | Rules | Game | dict, owner: str | None = None) -> Game:
     """A game from what a config or a caller gives: a :class:`Game` as it is, Lost Cities
-    rules (a :class:`Rules` or a preset name) as :class:`LostCities`."""
-    if isinstance(game, Game):
-        return game
-    if isinstance(game, Rules | str):
-        return LostCities(game)
-    raise ConfigError(f"{game!r} is not a game: expected a Game, a Rules or a preset name")
+    rules (a :class:`Rules`, a mapping of its fields, or a preset name) as
+    :class:`LostCities`. An error names ``owner``'s ``rules`` field when given."""
+    try:
+        if isinstance(game, Game):
+            return game
+        if isinstance(game, dict) and "class_path" not in game:
+            game = Rules(**game)  # Lost Cities' rules as a checkpoint's hyperparameters hold them
+        if isinstance(game, str) and "." in game:  # a class path the config could not import
+            raise ConfigError(f"{game!r} names no Game class that can be imported")
+        if isinstance(game, Rules | str):
+            return LostCities(game)
+        raise ConfigError(f"{game!r} is not a game: expected a Game, a Rules or a preset name")
+    except ConfigError as error:
+        if owner is None:
+            raise
+        raise ConfigError(
+            f"{owner} rules: {error} (a game is a Lost Cities preset, a Rules mapping of its "
+            "fields, or a Game's class_path)"
+        ) from None
 
 
 def lost_cities_rules(game: Game, what: str) -> Rules:

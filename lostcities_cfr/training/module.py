@@ -215,7 +215,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
-        self.game = _resolve_game(rules)
+        self.game = as_game(rules, "DeepCFR")
         # Lost Cities' rules, for the parts only it has; None in another game.
         self.rules = self.game.rules if isinstance(self.game, LostCities) else None
         if sampler is None:  # full-size Lost Cities needs a bounded walk; small games don't
@@ -551,15 +551,6 @@ def check_update_graphs(device: torch.device, precision: str) -> None:
             f"DeepCFR update_graphs=True cannot record under precision={precision!r} "
             "(autocast caches casts across a graph's replays); use 32-true or bf16-true"
         )
-
-
-def _resolve_game(rules: Rules | Game | str) -> Game:
-    try:
-        return as_game(rules)
-    except ConfigError as error:
-        raise ConfigError(
-            f"DeepCFR rules: {error} or a Rules mapping of its fields, or a Game's class_path"
-        ) from None
 
 
 def _refuse_lost_cities_options(
