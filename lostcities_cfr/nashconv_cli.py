@@ -25,7 +25,7 @@ from lostcities_cfr.cli_options import add_json, add_threads, use_threads
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.game.names import game_from_name
 from lostcities_cfr.game.protocol import Game
-from lostcities_cfr.training.checkpoint import load_model
+from lostcities_cfr.training.checkpoint import load_model, peel_flags
 
 USAGE = "uniform | ckpt:PATH[:average|:current|:sdcfr|:policy][:greedy]"
 POLICY_FLAGS = ("average", "current", "sdcfr", "policy")  # DeepCFR's; PPO's one
@@ -107,11 +107,7 @@ def _agent_policy(
     kind, _, rest = spec.partition(":")
     if kind != "ckpt" or not rest:
         parser.error(f"--agent {spec!r}: expected {USAGE}")
-    flags = rest.split(":")
-    end = len(flags)
-    while end > 1 and flags[end - 1] in (*POLICY_FLAGS, "greedy"):
-        end -= 1
-    path, chosen = ":".join(flags[:end]), flags[end:]
+    path, chosen = peel_flags(rest.split(":"), {*POLICY_FLAGS, "greedy"})
     if not Path(path).is_file():
         parser.error(f"--agent {spec!r}: no checkpoint file at {path!r}")
     model = load_model(path)

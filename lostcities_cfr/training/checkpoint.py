@@ -34,7 +34,7 @@ import inspect
 import os
 import zipfile
 from argparse import ArgumentError
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -416,6 +416,16 @@ def load_agent(
     return agent
 
 
+def peel_flags(args: Sequence[str], flags: Collection[str]) -> tuple[str, list[str]]:
+    """A checkpoint spec's ``PATH[:flag...]`` split at ':' (``args``) into the path and the
+    ``flags`` that end it. PATH may itself hold ':' (a Windows drive): flags are peeled off
+    the end only."""
+    end = len(args)
+    while end > 1 and args[end - 1] in flags:
+        end -= 1
+    return ":".join(args[:end]), list(args[end:])
+
+
 def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None) -> Agent:
     """The ``ckpt`` agent kind's factory: ``PATH[:average|:current|:sdcfr][:greedy]`` split at ':'.
 
@@ -425,11 +435,8 @@ def checkpoint_agent(args: list[str], options: dict[str, str], seed: int | None)
     usage = CKPT_USAGE
     policies = {"average", "current", "sdcfr"}
     flags = {*policies, "greedy"}
-    # PATH may itself hold ':' (a Windows drive): peel the flags off the end only.
-    end = len(args)
-    while end > 1 and args[end - 1] in flags:
-        end -= 1
-    path, chosen = ":".join(args[:end]), set(args[end:])
+    path, peeled = peel_flags(args, flags)
+    chosen = set(peeled)
     expect_arguments([], options, 0, usage)
     if not path:
         raise AgentSpecError(f"a checkpoint spec needs a path; usage: {usage}")

@@ -78,9 +78,9 @@ def check_exploitability_every(owner: str, every: int, game: Rules | Game) -> No
 
 
 def exploitability_metrics(game: Rules | Game, policy: JointPolicy) -> dict[str, float]:
-    """What ``exploitability_every`` logs of ``policy`` (``DeepCFR``'s average strategy,
-    ``PPO``'s policy): ``exploitability`` (NashConv / 2, OpenSpiel's), also as a share of
-    the uniform policy's, and ``nash_conv``, by an exact walk of the whole game."""
+    """What ``exploitability_every`` logs of ``policy`` (the model's deployed policy):
+    ``exploitability`` (NashConv / 2, OpenSpiel's), also as a share of the uniform policy's,
+    and ``nash_conv``, by an exact walk of the whole game."""
     value = exact_nash_conv(game, policy) / 2
     return {
         "exploitability": value,
