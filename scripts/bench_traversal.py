@@ -82,7 +82,7 @@ def traversal_nodes_per_s(
     return {
         "nodes_per_s": stats.nodes_per_s,
         "nodes": stats.nodes,
-        "mean_batch": network["mean_batch"],
+        "mean_batch": network.mean_batch,
         "network_share": network.policy_network_seconds / stats.seconds,
     }
 

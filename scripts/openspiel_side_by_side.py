@@ -57,8 +57,8 @@ to start afresh). Output in ``--out`` (``docs/figures/side_by_side/``): ``side_b
 contestant, seed, seconds, iteration, nash_conv; every run's totals; the settings and the
 uniform policy's NashConv), ``nashconv_vs_seconds.png`` and ``nashconv_vs_iterations.png``
 (median over seeds, min-max band, CFR+ dashed); a table of the median NashConv at 1, 2, 5,
-10 and 15 minutes (those within the budget; the latest evaluation at or before each) is
-printed. Runs compare fairly only on the same machine under the same load: note both.
+10 and 15 minutes (those within the budget; the evaluation that closes each, the first at or
+after it) is printed. Runs compare fairly only on the same machine under the same load: note both.
 
     python scripts/openspiel_side_by_side.py [--game leduc_poker] [--seconds 900] [--seeds 3]
         [--jobs 2] [--eval-every 15] [--config configs/leduc_sdcfr.yaml]
@@ -70,6 +70,7 @@ printed. Runs compare fairly only on the same machine under the same load: note 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import logging
@@ -148,6 +149,19 @@ class Task:
     seconds: float
     eval_every: float
     config: str
+    # What the config holds, comments aside (ours and ours_adapter; "" for the others): a
+    # kept run of an edited config is not reused.
+    config_digest: str = ""
+
+
+def config_digest(contestant: str, config: str) -> str:
+    """The digest of ``config``'s parsed YAML for the contestants that train it, else ""."""
+    if contestant not in ("ours", "ours_adapter"):
+        return ""
+    import yaml
+
+    parsed = yaml.safe_load(Path(config).read_text())
+    return hashlib.sha256(json.dumps(parsed, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -381,7 +395,7 @@ RUNNERS: dict[str, Callable[[Task], TrainingClock]] = {
 
 def load_run(kept: Path, task: Task) -> Run | None:
     """``task``'s run as an earlier call kept it in ``kept``; None if there is none, or if
-    it ran with other settings (budget, config, evaluation interval)."""
+    it ran with other settings (budget, config or its contents, evaluation interval)."""
     path = kept / f"{task.contestant}_{task.seed}.json"
     if not path.is_file():
         return None
@@ -423,6 +437,14 @@ def latest(points: Sequence[Point], axis: str, at: float) -> float:
     ``iteration``); NaN if none is."""
     before = [p for p in points if getattr(p, axis) <= at]
     return max(before, key=lambda p: getattr(p, axis)).nash_conv if before else math.nan
+
+
+def closing(points: Sequence[Point], at: float) -> float:
+    """NashConv of the evaluation that closes second ``at``: the first at or after it (a run
+    is evaluated at the first iteration end past each ``--eval-every`` seconds), or the
+    run's last if it ended before ``at``."""
+    after = [p for p in points if p.seconds >= at]
+    return min(after, key=lambda p: p.seconds).nash_conv if after else points[-1].nash_conv
 
 
 def band(runs: Sequence[Run], axis: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -486,17 +508,15 @@ def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -
 
 def table(runs: Sequence[Run], budget_s: float) -> str:
     """Median NashConv of each contestant at each of TABLE_MINUTES within the budget (the
-    latest evaluation at or before it), at its end, and its median iterations."""
+    evaluation that closes it: :func:`closing`), at its end, and its median iterations."""
     marks = [m for m in TABLE_MINUTES if 60 * m <= budget_s]
     header = f"{'contestant':14}" + "".join(f"{f'{m} min':>9}" for m in marks)
     lines = [header + f"{'end':>9}{'train s':>9}{'iterations':>12}"]
     for contestant, mine in by_contestant(runs).items():
         cells = []
         for m in marks:
-            values = [
-                v for run in mine if not math.isnan(v := latest(run.points, "seconds", 60 * m))
-            ]
-            cells.append(f"{statistics.median(values):9.4f}" if values else f"{'-':>9}")
+            values = [closing(run.points, 60 * m) for run in mine]
+            cells.append(f"{statistics.median(values):9.4f}")
         end = statistics.median(run.points[-1].nash_conv for run in mine)
         seconds = statistics.median(run.train_seconds for run in mine)
         iterations = statistics.median(run.iterations for run in mine)
@@ -550,7 +570,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     tasks = [
-        Task(contestant, seed, args.game, args.seconds, args.eval_every, args.config)
+        Task(
+            contestant,
+            seed,
+            args.game,
+            args.seconds,
+            args.eval_every,
+            args.config,
+            config_digest(contestant, args.config),
+        )
         for seed in range(args.seeds)
         for contestant in args.contestants
         if contestant != "cfr_plus" or seed == 0  # deterministic: one run

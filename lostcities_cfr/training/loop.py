@@ -25,6 +25,7 @@ inference queue, the sampler) and its hyperparameters.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import pytorch_lightning as pl
@@ -87,22 +88,35 @@ class CFRIteration:
         self._epoch_stats = TraversalStats()
         self.iteration_metrics = {}
         self.queue.reset_stats()
-        self.traversal_epoch(PLAYERS[:1] if self.hparams.alternate_updates else PLAYERS)
-        if not self.hparams.advantage_warm_start:
-            # Deep CFR retrains the advantage networks from scratch on the whole reservoir:
-            # a network fitted to last iteration's data would carry its errors forward.
-            optimizers = self.optimizers()
-            for p in PLAYERS:
-                reinitialise(self.advantage_nets[p])
-                broadcast_from_rank_zero(self.trainer, self.advantage_nets[p])
-                optimizers[p].optimizer.state.clear()
+        players = PLAYERS[:1] if self.hparams.alternate_updates else PLAYERS
+        self.traversal_epoch(players)
+        self.restart_advantage_networks(players)
         self.start_updates()
+
+    def restart_advantage_networks(self, players: Sequence[int]) -> None:
+        """Reinitialise ``players``' advantage networks and their Adam state, after their
+        traversal and before their updates (unless ``advantage_warm_start``).
+
+        Deep CFR retrains the advantage networks from scratch on the whole reservoir: a
+        network fitted to last iteration's data would carry its errors forward. With
+        alternating updates player 1's network waits for player 1's own traversal: that
+        traversal weighs player 1's actions by its current strategy, which a network reset
+        beforehand would replace by noise.
+        """
+        if self.hparams.advantage_warm_start:
+            return
+        optimizers = self.optimizers()
+        for p in players:
+            reinitialise(self.advantage_nets[p])
+            broadcast_from_rank_zero(self.trainer, self.advantage_nets[p])
+            optimizers[p].optimizer.state.clear()
 
     def start_updates(self) -> None:
         """Set up this iteration's training epoch: its schedule and its update log."""
         self._schedule = self.update_schedule()
         self._update_log = UpdateLog(self.device, {name: _kind(name) for name in self.networks()})
         self._filled: dict[str, bool] = {}  # buffers known to hold rows (or not) this phase
+        self._updated: dict[str, int] = {}  # updates of each network this iteration so far
 
     def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
         """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
@@ -166,7 +180,8 @@ class CFRIteration:
         if self.hparams.alternate_updates and batch_idx == schedule.phase_starts[1]:
             # Player 1 traverses against player 0's advantage network trained just now.
             self.traversal_epoch(PLAYERS[1:])
-            self._filled = {}
+            self.restart_advantage_networks(PLAYERS[1:])
+            self._filled, self._updated = {}, {}  # the value network's schedule restarts
         name = schedule.network(batch_idx)
         log.start(name)
         if name is not None:
@@ -208,7 +223,7 @@ class CFRIteration:
     def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
         """``network``'s loss function and the exponent of its rows' iteration weights."""
         if network == STRATEGY_NETWORK:
-            return strategy_loss, self.hparams.weight_exponent
+            return strategy_loss, self.average_exponent
         if network == self.value_name:
             # The value buffer keeps the newest rows only: they weigh alike.
             return advantage_loss, 0.0
@@ -224,6 +239,7 @@ class CFRIteration:
         if not self._filled[name]:
             return
         loss_fn, exponent = self._loss(name)
+        self._schedule_learning_rate(name, optimizer)
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
@@ -253,6 +269,20 @@ class CFRIteration:
             self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
         optimizer.step()
         self._update_log.record(name, loss)
+
+    def _schedule_learning_rate(
+        self, name: str, optimizer: pl.core.optimizer.LightningOptimizer
+    ) -> None:
+        """Set ``name``'s learning rate for its next update of the iteration (cosine: from
+        ``learning_rate`` at the first to near 0 at the last)."""
+        if self.hparams.learning_rate_schedule == "constant":
+            return
+        done = self._updated.get(name, 0)
+        self._updated[name] = done + 1
+        total = self._updates(name)
+        lr = self.hparams.learning_rate * 0.5 * (1 + math.cos(math.pi * done / max(total, 1)))
+        for group in optimizer.optimizer.param_groups:
+            group["lr"] = lr
 
     def on_train_epoch_end(self) -> None:
         every = self.hparams.exploitability_every

@@ -124,6 +124,13 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         gradient_clip: largest gradient norm per update; 0 turns clipping off.
         weight_exponent: a row of iteration ``t`` weighs ``t ** weight_exponent`` (1: linear
             CFR; 0: vanilla CFR's uniform average).
+        average_exponent: the average strategy's iteration weights, ``t ** average_exponent``
+            (the strategy network's rows and SD-CFR's average; DCFR's gamma, 2 in the
+            paper); None: ``weight_exponent``.
+        learning_rate_schedule: each iteration's learning rate: ``constant``, or ``cosine``
+            from ``learning_rate`` down to 0 over each network's updates of the iteration, so
+            that a network ends its iteration near the weighted mean of its targets rather than
+            a few Adam steps of noise around it (``docs/games.md``, "Tuning").
         inference_buckets: batch sizes the inference queue pads to where fixed shapes pay
             (the compiled backend, a CUDA device; eager CPU forwards run unpadded);
             ``None``: never pad.
@@ -194,6 +201,8 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         learning_rate: PositiveFloat = 1e-3,
         gradient_clip: NonNegativeFloat = 1.0,
         weight_exponent: NonNegativeFloat = 1.0,
+        average_exponent: NonNegativeFloat | None = None,
+        learning_rate_schedule: Literal["constant", "cosine"] = "constant",
         inference_buckets: Sequence[PositiveInt] | None = (64, 256, 1024, 4096),
         exploitability_every: NonNegativeInt = 0,
         final_eval_games: NonNegativeInt = 1000,
@@ -283,6 +292,12 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         return self.current_epoch + 1
 
     @property
+    def average_exponent(self) -> float:
+        """The exponent of the average strategy's iteration weights."""
+        gamma = self.hparams.average_exponent
+        return self.hparams.weight_exponent if gamma is None else gamma
+
+    @property
     def trains_strategy(self) -> bool:
         """Whether this iteration trains the strategy network."""
         last_iteration = self.trainer.max_epochs  # -1 or None: no last iteration
@@ -304,7 +319,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             policy, deployed_greedy = deployed_policy(self)
             greedy = greedy or deployed_greedy
         iterations = [t for t, _ in self._snapshots]
-        weights = [float(t) ** self.hparams.weight_exponent for t in iterations]
+        weights = [float(t) ** self.average_exponent for t in iterations]
         return policy_agent(
             self.strategy_net,
             self.advantage_nets,
@@ -350,7 +365,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             tree.policy_probs(exact_policy(self.strategy_net, nets, "current"))
             for nets in self._snapshot_networks()
         ]
-        weights = [float(t) ** self.hparams.weight_exponent for t, _ in self._snapshots]
+        weights = [float(t) ** self.average_exponent for t, _ in self._snapshots]
         probs = tree.average_strategy(tables, weights)  # [I, A]
         if greedy:
             probs = np.eye(probs.shape[1])[probs.argmax(1)]

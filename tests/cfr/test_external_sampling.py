@@ -18,6 +18,7 @@ from traversal_reference import (
     make_queue,
     rows_at,
 )
+from traversal_reference import strategy as strategy_of
 
 from lostcities_cfr.cfr import external_sampling, regret_matching
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
@@ -74,6 +75,78 @@ def test_expected_root_regrets_over_opponent_samples_equal_the_exact_ones():
     _, _, samples = rows_at(advantage, root)
     assert len(samples) == 3000
     assert_unbiased_where_sampled(advantage, [root])
+
+
+def test_expanding_the_opponent_gives_its_reach_times_the_exact_regrets_in_one_walk():
+    # Chance-sampled CFR: the traverser's (player 1's) first rows below the opponent's turn
+    # are the opponent's probability of reaching them times their exact regrets, from a
+    # single traversal (nothing but the deal is sampled, and the deal is fixed here).
+    root = advance(TINY, seed=0, decisions=0)  # player 0, the opponent, opens
+    queue = make_queue(MIXED_HEADS)
+    advantage, strategy = buffers()
+    ctx = context(queue, advantage, strategy, traverser=1)
+    ExternalSampling(expand_opponent=True).traverse_games(GameBatch.from_states([root]), ctx)
+    reached = []  # (the traverser's first nodes, the opponent's probability of each)
+
+    def descend(state, reach: float) -> None:
+        if state.current_player == 1:
+            reached.append((state, reach))
+            return
+        sigma = strategy_of(queue, state)
+        for action in state.legal_actions():
+            child = state.clone()
+            child.apply(action)
+            descend(child, reach * float(sigma[action]))
+
+    descend(root, 1.0)
+    assert len(reached) >= 4
+    for state, reach in reached:
+        _, _, rows = rows_at(advantage, state)
+        exact = ExactTree(make_queue(MIXED_HEADS), traverser=1).regrets(state)
+        assert len(rows) == 1
+        torch.testing.assert_close(rows[0].double(), reach * exact, atol=2e-3, rtol=0)
+    # The strategy rows are those of one sampled opponent path: the root's is written once.
+    _, _, root_rows = rows_at(strategy, root)
+    assert len(root_rows) == 1
+    torch.testing.assert_close(root_rows[0].double(), strategy_of(queue, root), atol=2e-3, rtol=0)
+
+
+@pytest.mark.parametrize("expand_opponent", [False, True])
+def test_aggregated_rows_are_the_per_information_set_sums_of_the_plain_rows(expand_opponent):
+    # Aggregation happens after the walk: with the same generator the walks are the same,
+    # and each aggregated row is the sum of the plain rows sharing its features, over the
+    # batch's traversals.
+    rows = {}
+    for aggregate in (False, True):
+        queue = make_queue(MIXED_HEADS)
+        advantage, strategy = buffers()
+        sampler = ExternalSampling(walkers=16, aggregate=aggregate, expand_opponent=expand_opponent)
+        sampler.traverse(context(queue, advantage, strategy, seed=3), 16)
+        rows[aggregate] = held(advantage), held(strategy)
+    (features, legal, regrets), plain_strategy = rows[False]
+    (agg_features, agg_legal, agg_regrets), agg_strategy = rows[True]
+    assert len(agg_features) == len(torch.unique(features, dim=0)) < len(features)
+    for key, mask, sums in zip(agg_features, agg_legal, agg_regrets, strict=True):
+        match = (features == key).all(1)
+        assert (legal[match] == mask).all()
+        torch.testing.assert_close(sums, regrets[match].sum(0) / 16, atol=2e-3, rtol=2e-3)
+    for a, b in zip(plain_strategy, agg_strategy, strict=True):  # strategy rows untouched
+        assert torch.equal(a, b)
+
+
+def test_information_set_sums_adds_the_rows_of_equal_features_and_legal_actions():
+    features = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    legal = torch.tensor([[True, True], [True, False], [True, True], [True, False]])
+    regrets = torch.tensor([[1.0, -1.0], [2.0, 0.0], [3.0, 1.0], [4.0, 0.0]])
+    sums = external_sampling.information_set_sums(features, legal, regrets, traversals=2)
+    got = {
+        (tuple(f.tolist()), tuple(m.tolist())): r.tolist() for f, m, r in zip(*sums, strict=True)
+    }
+    assert got == {
+        ((1.0, 0.0), (True, True)): [2.0, 0.0],
+        ((0.0, 1.0), (True, False)): [1.0, 0.0],
+        ((1.0, 0.0), (True, False)): [2.0, 0.0],
+    }
 
 
 def test_traverse_deals_games_and_its_rows_are_well_formed():

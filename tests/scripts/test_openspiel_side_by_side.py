@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -49,11 +50,17 @@ def test_quick_run_measures_every_contestant(load_script, tmp_path, capsys):
     script.main(["--quick", "--game", "kuhn_poker", "--out", str(tmp_path)])
     assert "reusing 4 finished runs" in capsys.readouterr().out
     assert json.loads((tmp_path / "side_by_side.json").read_text())["points"] == result["points"]
-    task = script.Task("ours", 0, "kuhn_poker", 3.0, 0.5, str(script.DEFAULT_CONFIGS["kuhn_poker"]))
+    config = str(script.DEFAULT_CONFIGS["kuhn_poker"])
+    digest = script.config_digest("ours", config)
+    task = script.Task("ours", 0, "kuhn_poker", 3.0, 0.5, config, digest)
     assert script.load_run(tmp_path / "runs", task) is None
+    # Nor is a run of the same config file once its contents changed.
+    task = script.Task("ours", 0, "kuhn_poker", 2.0, 0.5, config, "an older digest")
+    assert script.load_run(tmp_path / "runs", task) is None
+    assert script.load_run(tmp_path / "runs", replace(task, config_digest=digest)) is not None
 
 
-def test_the_table_reads_the_latest_evaluation_at_or_before_each_minute(load_script):
+def test_the_table_reads_the_evaluation_that_closes_each_minute(load_script):
     script = load_script("openspiel_side_by_side")
     Point, Run = script.Point, script.Run
     runs = [
@@ -84,8 +91,8 @@ def test_the_table_reads_the_latest_evaluation_at_or_before_each_minute(load_scr
         "s",
         "iterations",
     ]
-    # 1 min: the points at 59 s (2, 3, 4); 2 min: those at 61 s; end: 0.5, 1.5, 2.5
-    assert lines[1].split() == ["ours", "3.0000", "1.0000", "1.5000", "150.0", "10"]
+    # 1 min: the points at 61 s (1); 2 min: those at 150 s (0.5, 1.5, 2.5); end: the same
+    assert lines[1].split() == ["ours", "1.0000", "1.5000", "1.5000", "150.0", "10"]
     x, median, low, high = script.band(runs, "iteration")
     assert list(x) == [1, 5, 6, 10]
     assert list(median) == [4.0, 3.0, 1.0, 1.5]

@@ -8,7 +8,10 @@ final evaluation (``final_eval_games``, ``eval_opponent``) in test_deep_cfr_modu
 
 from __future__ import annotations
 
+import math
+
 import pytest
+import pytorch_lightning as pl
 import torch
 from run_probes import NETWORKS, IterationProbe, RecordingExternalSampling, largest_change
 from tiny_training import fit, tiny_model
@@ -126,3 +129,37 @@ def test_update_graphs_is_refused_under_mixed_precision():
     with pytest.raises(ConfigError, match=r"precision='bf16-mixed'"):
         check_update_graphs(torch.device("cuda"), "bf16-mixed")
     check_update_graphs(torch.device("cuda"), "32-true")  # what it records under
+
+
+def test_a_cosine_schedule_starts_each_iteration_at_the_learning_rate_and_ends_near_zero():
+    seen = []
+
+    class Rates(pl.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            seen.append([group["lr"] for o in pl_module.optimizers() for group in o.param_groups])
+
+    model = tiny_model(**SMALL, learning_rate_schedule="cosine", learning_rate=0.01)
+    fit(model, 2, callbacks=[Rates()])
+    updates = SMALL["advantage_updates"]
+    per_iteration = len(seen) // 2
+    for start in (0, per_iteration):  # each iteration restarts the schedule
+        rates = [step[0] for step in seen[start : start + updates]]  # player 0's network
+        expected = [0.005 * (1 + math.cos(math.pi * k / updates)) for k in range(updates)]
+        assert rates == pytest.approx(expected)
+    constant = tiny_model(**SMALL, learning_rate=0.01)
+    seen.clear()
+    fit(constant, 1, callbacks=[Rates()])
+    assert {rate for step in seen for rate in step} == {0.01}
+
+
+def test_average_exponent_weighs_the_average_strategy_apart_from_the_regrets():
+    # gamma = 2 for the average (DCFR's), linear rows for the regrets.
+    model = tiny_model(**SMALL, snapshots=True, average_exponent=2.0)
+    fit(model, 3)
+    assert model.average_exponent == 2.0
+    assert model._loss("strategy")[1] == 2.0 and model._loss("advantage_p0")[1] == 1.0
+    agent = model.agent("sdcfr")
+    torch.testing.assert_close(
+        agent.bounds, torch.tensor([1 / 14, 5 / 14, 1.0], dtype=torch.float64)
+    )
+    assert tiny_model(**SMALL, weight_exponent=1.5).average_exponent == 1.5  # None: the same

@@ -182,7 +182,13 @@ def test_checkpoints_hold_plain_data_and_name_their_model_class(fitted, tmp_path
     saved = torch.load(tmp_path / "python.ckpt", weights_only=True)
     assert saved["hyper_parameters"]["sampler"] == {
         "class_path": "lostcities_cfr.cfr.external_sampling.ExternalSampling",
-        "init_args": {"walkers": 16, "utility_scale": 1.0, "max_frontier": 4096},
+        "init_args": {
+            "walkers": 16,
+            "utility_scale": 1.0,
+            "max_frontier": 4096,
+            "expand_opponent": False,
+            "aggregate": False,
+        },
     }
     loaded = load_model(tmp_path / "python.ckpt")
     assert isinstance(loaded.sampler, ExternalSampling) and loaded.sampler.walkers == 16

@@ -113,6 +113,32 @@ def test_alternating_updates_traverse_player_1_after_player_0_trained():
     assert len(model.advantage_buffers[0]) > 0 and len(model.advantage_buffers[1]) > 0
 
 
+@pytest.mark.parametrize("alternate", [False, True])
+def test_each_player_traverses_with_the_network_it_trained_last_iteration(alternate):
+    # Retrained from scratch, a network is reset only after its player's traversal: the
+    # traverser weighs its own actions by its current strategy, last iteration's network.
+    trained, traversed_with = {}, []
+
+    class Watch(pl.Callback):
+        def on_traversal_start(self, trainer, pl_module):
+            traversed_with.append(
+                [p.detach().clone() for p in pl_module.advantage_nets[1].parameters()]
+            )
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            trained[pl_module.iteration] = [
+                p.detach().clone() for p in pl_module.advantage_nets[1].parameters()
+            ]
+
+    model = tiny_model(final_eval_games=0, alternate_updates=alternate)
+    fit(model, max_epochs=2, callbacks=[Watch()])
+    # Iteration 2's traversals (one per player when alternating, one for both otherwise).
+    second = traversed_with[2 if alternate else 1 :]
+    assert second
+    for params in second:
+        assert all(torch.equal(a, b) for a, b in zip(params, trained[1], strict=True))
+
+
 def test_snapshots_store_every_iteration_and_sdcfr_plays_them():
     model = tiny_model(final_eval_games=0, snapshots=True)
     fit(model, max_epochs=3)
