@@ -38,8 +38,9 @@ noise is that of the batch's average, not of a single visit. Regret matching ign
 per-information-set factor that counting rows rather than visits changes.
 
 The number of nodes is exponential in the traverser's decisions (in every decision with
-``expand_opponent``), so this is a sampler for small games (``Rules.tiny()``), where it is exact; ``max_frontier``
-stops it with an error before a larger game exhausts memory.
+``expand_opponent``), so this is a sampler for small games (``Rules.tiny()``, Kuhn and Leduc
+poker), where it is exact per deal; ``max_frontier`` stops it with an error before a larger
+game exhausts memory.
 """
 
 from __future__ import annotations
