@@ -76,7 +76,8 @@ class _Level:
     # Forks, the first f children: the traverser node each leaves from and its action.
     fork_row: torch.Tensor | None = None  # [f] int64 (index into mine)
     fork_action: torch.Tensor | None = None  # [f] int64
-    reach: torch.Tensor | None = None  # [t]: the opponent's probability of each of mine
+    reach: torch.Tensor | None = None  # [t]: the opponent's probability of each of mine,
+    # where the opponent forks (``expand_opponent``)
 
 
 class ExternalSampling(Sampler):
@@ -111,8 +112,11 @@ class ExternalSampling(Sampler):
         traverser = context.traverser
         levels: list[_Level] = []
         frontier = games
-        reach = torch.ones(games.batch_size, device=games.device)  # [n] the opponent's
-        on_path = torch.ones(games.batch_size, dtype=torch.bool, device=games.device)  # [n]
+        reach = on_path = None  # tracked only where the opponent forks
+        if self.expand_opponent:
+            reach = torch.ones(games.batch_size, device=games.device)  # [n] the opponent's
+            # [n] whether a row lies on the opponent's one sampled path
+            on_path = torch.ones(games.batch_size, dtype=torch.bool, device=games.device)
         while True:
             finished = frontier.done  # [n]
             level = _Level(leaf_value=torch.where(finished, self.utility(frontier, traverser), 0.0))
@@ -137,30 +141,30 @@ class ExternalSampling(Sampler):
             their_sigma = sigma[theirs]
             their_actions = sample_actions(their_sigma, context.generator)  # [o]
             # Strategy rows: the opponent's nodes on its sampled path (all of them unexpanded).
-            path = theirs[on_path[theirs]] if self.expand_opponent else theirs  # [p]
+            path = theirs if on_path is None else theirs[on_path[theirs]]  # [p]
             if len(path):
                 context.add_strategy_rows(features[path], legal[path], sigma[path])
             my_legal = legal[mine]  # [t, A]
             fork_row, fork_action = my_legal.nonzero(as_tuple=True)  # [f] each
             level.mine, level.features, level.legal = mine, features[mine], my_legal
             level.fork_row, level.fork_action = fork_row, fork_action
-            level.reach = reach[mine]
             if self.expand_opponent:
                 their_row, actions = legal[theirs].nonzero(as_tuple=True)  # [g] each
                 their_parent = theirs[their_row]
                 their_weight = sigma[their_parent, actions]
-                their_path = on_path[their_parent] & (actions == their_actions[their_row])
             else:
                 their_parent, actions = theirs, their_actions
                 their_weight = torch.ones(len(theirs), device=sigma.device)
-                their_path = on_path[theirs]
             level.child_parent = torch.cat([mine[fork_row], their_parent])
             level.child_weight = torch.cat([sigma[mine[fork_row], fork_action], their_weight])
-            # The opponent's reach: its own probability below its nodes, where it is expanded.
-            reach = reach[level.child_parent] * torch.cat(
-                [torch.ones(len(fork_row), device=sigma.device), their_weight]
-            )
-            on_path = torch.cat([on_path[mine[fork_row]], their_path])
+            if reach is not None:
+                # The opponent's reach: its own probability below its nodes.
+                level.reach = reach[mine]
+                reach = reach[level.child_parent] * torch.cat(
+                    [torch.ones(len(fork_row), device=sigma.device), their_weight]
+                )
+                their_path = on_path[their_parent] & (actions == their_actions[their_row])
+                on_path = torch.cat([on_path[mine[fork_row]], their_path])
             frontier = frontier.select(level.child_parent)
             frontier.step(torch.cat([fork_action, actions]), check=False)
 
@@ -176,7 +180,8 @@ class ExternalSampling(Sampler):
                         : len(level.fork_row)
                     ]
                     regrets = (action_value - value[level.mine, None]) * level.legal
-                    regrets = regrets * level.reach[:, None]  # 1 unless the opponent forks
+                    if level.reach is not None:  # the opponent forks
+                        regrets = regrets * level.reach[:, None]
                     rows.append((level.features, level.legal, regrets))
             child_value = value
         if self.aggregate and rows:

@@ -116,7 +116,6 @@ class CFRIteration:
         self._schedule = self.update_schedule()
         self._update_log = UpdateLog(self.device, {name: _kind(name) for name in self.networks()})
         self._filled: dict[str, bool] = {}  # buffers known to hold rows (or not) this phase
-        self._updated: dict[str, int] = {}  # updates of each network this iteration so far
 
     def traversal_epoch(self, players: Sequence[int] = PLAYERS) -> list[TraversalStats]:
         """Walk ``traversals_per_player`` games for each of ``players``; the iteration's
@@ -181,11 +180,12 @@ class CFRIteration:
             # Player 1 traverses against player 0's advantage network trained just now.
             self.traversal_epoch(PLAYERS[1:])
             self.restart_advantage_networks(PLAYERS[1:])
-            self._filled, self._updated = {}, {}  # the value network's schedule restarts
+            self._filled = {}
         name = schedule.network(batch_idx)
         log.start(name)
         if name is not None:
             optimizer = self.optimizers()[list(self.networks()).index(name)]
+            self._schedule_learning_rate(optimizer, *schedule.position(batch_idx))
             self.update_network(name, optimizer)
         if batch_idx == len(schedule) - 1:
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
@@ -239,7 +239,6 @@ class CFRIteration:
         if not self._filled[name]:
             return
         loss_fn, exponent = self._loss(name)
-        self._schedule_learning_rate(name, optimizer)
         rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
@@ -271,16 +270,13 @@ class CFRIteration:
         self._update_log.record(name, loss)
 
     def _schedule_learning_rate(
-        self, name: str, optimizer: pl.core.optimizer.LightningOptimizer
+        self, optimizer: pl.core.optimizer.LightningOptimizer, done: int, total: int
     ) -> None:
-        """Set ``name``'s learning rate for its next update of the iteration (cosine: from
-        ``learning_rate`` at the first to near 0 at the last)."""
+        """Set the learning rate of a network's update ``done`` (0-based) of ``total`` in
+        this phase (cosine: from ``learning_rate`` at the first to near 0 at the last)."""
         if self.hparams.learning_rate_schedule == "constant":
             return
-        done = self._updated.get(name, 0)
-        self._updated[name] = done + 1
-        total = self._updates(name)
-        lr = self.hparams.learning_rate * 0.5 * (1 + math.cos(math.pi * done / max(total, 1)))
+        lr = self.hparams.learning_rate * 0.5 * (1 + math.cos(math.pi * done / total))
         for group in optimizer.optimizer.param_groups:
             group["lr"] = lr
 

@@ -318,8 +318,6 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         if policy is None:
             policy, deployed_greedy = deployed_policy(self)
             greedy = greedy or deployed_greedy
-        iterations = [t for t, _ in self._snapshots]
-        weights = [float(t) ** self.average_exponent for t in iterations]
         return policy_agent(
             self.strategy_net,
             self.advantage_nets,
@@ -327,7 +325,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             greedy,
             seed,
             snapshots=self._snapshot_networks() if policy == "sdcfr" else (),
-            snapshot_weights=weights,
+            snapshot_weights=self._snapshot_weights(),
         )
 
     def state_value(self) -> StateValue | None:
@@ -336,6 +334,10 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         if self.value_net is None:
             return None
         return StateValue(self.value_net, history=True, scale=self.sampler.utility_scale)
+
+    def _snapshot_weights(self) -> list[float]:
+        """SD-CFR's weight of every stored iteration ``t``: ``t ** average_exponent``."""
+        return [float(t) ** self.average_exponent for t, _ in self._snapshots]
 
     def _snapshot_networks(self) -> list[list[nn.Module]]:
         """Every stored iteration's advantage networks, rebuilt from their weights."""
@@ -365,8 +367,7 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             tree.policy_probs(exact_policy(self.strategy_net, nets, "current"))
             for nets in self._snapshot_networks()
         ]
-        weights = [float(t) ** self.average_exponent for t, _ in self._snapshots]
-        probs = tree.average_strategy(tables, weights)  # [I, A]
+        probs = tree.average_strategy(tables, self._snapshot_weights())  # [I, A]
         if greedy:
             probs = np.eye(probs.shape[1])[probs.argmax(1)]
         return tree.table_policy(probs)

@@ -38,12 +38,16 @@ class UpdateSchedule:
     def __init__(self, phases: Sequence[Sequence[tuple[str, int]]], lengths: Sequence[int]) -> None:
         self.phase_starts: list[int] = []
         self.steps: list[str | None] = []
+        # Per step: (k, n), its network's k-th (0-based) of n updates in the phase.
+        self.positions: list[tuple[int, int]] = []
         for phase, length in zip(phases, lengths, strict=True):
             self.phase_starts.append(len(self.steps))
             names = [name for name, updates in phase for _ in range(updates)]
             if len(names) > length:
                 raise ValueError(f"phase of {len(names)} updates in {length} steps")
             self.steps += names + [None] * (length - len(names))
+            self.positions += [(k, updates) for _, updates in phase for k in range(updates)]
+            self.positions += [(0, 0)] * (length - len(names))
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -51,6 +55,11 @@ class UpdateSchedule:
     def network(self, step: int) -> str | None:
         """The network step ``step`` updates (None: none)."""
         return self.steps[step]
+
+    def position(self, step: int) -> tuple[int, int]:
+        """``(k, n)``: step ``step`` is the ``k``-th (0-based) of its network's ``n`` updates
+        in its phase (``(0, 0)`` for a no-op step)."""
+        return self.positions[step]
 
 
 class UpdateLog:
