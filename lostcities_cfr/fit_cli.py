@@ -53,6 +53,7 @@ from lostcities_cfr import runs
 from lostcities_cfr.arguments import PositiveInt
 from lostcities_cfr.callbacks import InterruptGuard, RunCheckpoint, SaveConfigToLoggers
 from lostcities_cfr.errors import ConfigError, LostCitiesError
+from lostcities_cfr.training import shards
 from lostcities_cfr.training.checkpoint import (
     DEFAULT_MODEL_CLASS,
     MODEL_CLASS_KEY,
@@ -211,6 +212,11 @@ class DeepCFRCLI(LightningCLI):
             return
         if self.model.hparams.get("update_graphs"):  # refused here, before anything is written
             check_update_graphs(self.trainer.strategy.root_device, str(self.trainer.precision))
+        key = getattr(self.model, "training_state_key", None)
+        if self._resume is not None and key is not None:
+            # Every rank's rows must reach this run's ranks: refused before anything is written.
+            entry = read_checkpoint(self._resume, mmap=True).get(key)
+            shards.check_resume(self._resume, entry, self.trainer.world_size)
         _time_limit_between_iterations(self.trainer, self.config.fit.trainer.max_time)
         self.trainer.callbacks.append(InterruptGuard())
         if not _first_process():

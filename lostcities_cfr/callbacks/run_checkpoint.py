@@ -10,6 +10,8 @@ import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.utilities.rank_zero import rank_zero_info
 
+from lostcities_cfr.training import shards
+
 FINAL_FILE = "final.ckpt"
 
 
@@ -66,6 +68,27 @@ class RunCheckpoint(ModelCheckpoint):
             rank_zero_info(
                 f"{type(exception).__name__}: the networks as they were are in {self.final_path}"
             )
+
+    def _save_checkpoint(self, trainer: pl.Trainer, filepath: str) -> None:
+        # Every rank of a DDP run writes its reservoirs beside the file (training/shards.py):
+        # the module learns the file's name and a save id common to the ranks here, and each
+        # rank removes its older shards of that name once the file has replaced the old one.
+        module = trainer.lightning_module
+        if trainer.world_size == 1 or self.save_weights_only or not hasattr(module, "shard_target"):
+            super()._save_checkpoint(trainer, filepath)
+            return
+        save_id = trainer.strategy.broadcast(shards.new_save_id())
+        module.shard_target = (Path(filepath), save_id)
+        try:
+            super()._save_checkpoint(trainer, filepath)
+        finally:
+            module.shard_target = None
+        keep = shards.shard_name(filepath, trainer.global_rank, trainer.world_size, save_id)
+        shards.remove_stale_shards(filepath, trainer.global_rank, keep=keep)
+
+    def _remove_checkpoint(self, trainer: pl.Trainer, filepath: str) -> None:
+        super()._remove_checkpoint(trainer, filepath)
+        shards.remove_stale_shards(filepath, trainer.global_rank)
 
     def _save_final(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.final_filename is None or self.dirpath is None:

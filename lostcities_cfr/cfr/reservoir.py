@@ -300,7 +300,8 @@ class ReservoirBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore a :meth:`state_dict` taken from a buffer of the same shape."""
+        """Restore a :meth:`state_dict` taken from a buffer of the same shape; a ``None``
+        generator state keeps this buffer's own stream (a rank a resume added)."""
         if state["capacity"] != self.capacity:
             raise ConfigError(
                 f"ReservoirBuffer state has capacity={state['capacity']}; this buffer has "
@@ -327,6 +328,7 @@ class ReservoirBuffer:
         self.iteration[:held] = state["iteration"].to(self.device)
         self._seen.fill_(state["n_seen"])
         self._known_filled = False
-        self.generator.set_state(state["generator"])
+        if state["generator"] is not None:
+            self.generator.set_state(state["generator"])
         if self.held_out is not None and state.get("held_out") is not None:
             self.held_out.load_state_dict(state["held_out"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pytorch_lightning as pl
 import torch
 from torch import nn
@@ -38,3 +40,21 @@ def broadcast_from_rank_zero(trainer: pl.Trainer, net: nn.Module) -> None:
         return
     for parameter in net.parameters():
         torch.distributed.broadcast(parameter.data, src=0)
+
+
+def reduce_over_ranks(
+    trainer: pl.Trainer, values: dict[str, float], summed: Collection[str]
+) -> dict[str, float]:
+    """``values`` over every rank: the sum for the names in ``summed``, else the mean.
+
+    Two all-reduces in all, of one vector each, in the names' sorted order (every rank logs
+    the same names). One rank's values are returned as they are.
+    """
+    if trainer.world_size == 1 or not values:
+        return values
+    names = sorted(values)
+    device = trainer.strategy.root_device
+    local = torch.tensor([values[n] for n in names], dtype=torch.float64, device=device)
+    total = trainer.strategy.reduce(local.clone(), reduce_op="sum")
+    mean = total / trainer.world_size
+    return {n: float(total[i] if n in summed else mean[i]) for i, n in enumerate(names)}

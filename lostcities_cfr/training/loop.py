@@ -41,7 +41,11 @@ from lostcities_cfr.cfr.traversal import (
 )
 from lostcities_cfr.game.symmetry import permute_features, permute_rows
 from lostcities_cfr.training import metrics
-from lostcities_cfr.training.distributed import backward_averaged, broadcast_from_rank_zero
+from lostcities_cfr.training.distributed import (
+    backward_averaged,
+    broadcast_from_rank_zero,
+    reduce_over_ranks,
+)
 from lostcities_cfr.training.held_out import held_out_losses
 from lostcities_cfr.training.losses import advantage_loss, strategy_loss
 from lostcities_cfr.training.updates import UpdateLog, UpdateSchedule
@@ -239,7 +243,9 @@ class CFRIteration:
         if not self._filled[name]:
             return
         loss_fn, exponent = self._loss(name)
-        rows = buffer.sample(self.hparams.batch_size, generator=self.batch_generator)
+        # batch_size rows over all ranks: N ranks train what one would, each on 1/N of them.
+        per_rank = -(-self.hparams.batch_size // self.trainer.world_size)
+        rows = buffer.sample(per_rank, generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
             if name == self.value_name:  # one output, the state's value: only states move
@@ -285,7 +291,9 @@ class CFRIteration:
         if every and self.iteration % every == 0:
             self.iteration_metrics.update(self.exploitability_metrics())
         self.log(metrics.ITERATION, float(self.iteration))
-        self.log_dict(self.iteration_metrics)
+        # Reduced by hand, so Lightning's own sync (one all-reduce per metric) stays off.
+        summed = metrics.SUMMED_OVER_RANKS
+        self.log_dict(reduce_over_ranks(self.trainer, self.iteration_metrics, summed))
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _call_callbacks(self, hook: str) -> None:

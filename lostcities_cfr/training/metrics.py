@@ -100,6 +100,19 @@ class Metric:
         return any(_pattern(n).fullmatch(name) for n in self.names)
 
 
+# DeepCFR's figures that count work or rows: a DDP run logs their sum over its ranks (each
+# rank walks its own games into its own buffers); every other figure is averaged.
+SUMMED_OVER_RANKS = frozenset(
+    {
+        "traversal/nodes",
+        "traversal/nodes_per_s",
+        "traversal/advantage_rows",
+        "traversal/advantage_rows_per_s",
+        *(buffer_rows(name) for name in ("advantage_p0", "advantage_p1", "strategy", "value")),
+    }
+)
+
+
 def _pattern(name: str) -> re.Pattern[str]:
     parts = re.split(r"<[^>]+>", name)
     return re.compile("[^/]+".join(re.escape(part) for part in parts))
@@ -109,13 +122,15 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         ("time/traversal_s", "traversal/nodes", "traversal/nodes_per_s"),
         "`DeepCFR`",
-        "the traversal epoch of both players: seconds, decision nodes visited, their rate",
+        "the traversal epoch of both players: seconds, decision nodes visited, their rate "
+        "(nodes and rate summed over DDP ranks, seconds averaged, as every figure not said "
+        "to be summed)",
     ),
     Metric(
         ("traversal/advantage_rows", "traversal/advantage_rows_per_s"),
         "`DeepCFR`",
-        "advantage rows the traversal epoch wrote (both players) and their rate: the "
-        "sampler's yield",
+        "advantage rows the traversal epoch wrote (both players) and their rate, summed over "
+        "ranks: the sampler's yield",
     ),
     Metric(
         ("traversal/truncated_share",),
@@ -148,7 +163,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         ("buffer/advantage_p0", "buffer/advantage_p1", "buffer/strategy", "buffer/value"),
         "`DeepCFR`",
-        "rows held by each buffer",
+        "rows held by each buffer, summed over ranks",
     ),
     Metric(
         ("exploitability", "exploitability/vs_uniform", "nash_conv"),

@@ -28,13 +28,16 @@ loading.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.trainer.states import TrainerFn
+from pytorch_lightning.utilities.warnings import PossibleUserWarning
 from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
@@ -65,7 +68,7 @@ from lostcities_cfr.cfr.traversal import (
     STRATEGY_NETWORK,
     Sampler,
 )
-from lostcities_cfr.errors import AgentSpecError, ConfigError, NonFiniteError
+from lostcities_cfr.errors import AgentSpecError, ConfigError
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game.lost_cities import LostCities, as_game
 from lostcities_cfr.game.protocol import Game
@@ -77,7 +80,6 @@ from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, exact_policy, policy_agent
-from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 from lostcities_cfr.training.evaluation import (
     check_exploitability_every,
     deployed_policy,
@@ -86,6 +88,7 @@ from lostcities_cfr.training.evaluation import (
 )
 from lostcities_cfr.training.graphs import UpdateGraphs
 from lostcities_cfr.training.loop import PLAYERS, CFRIteration
+from lostcities_cfr.training.resume import ResumableState
 
 # The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
 Deployed = Literal[
@@ -93,7 +96,7 @@ Deployed = Literal[
 ]
 
 
-class DeepCFR(CFRIteration, pl.LightningModule):
+class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
     """Deep CFR's networks, reservoirs and loop (module docstring).
 
     Args:
@@ -110,9 +113,11 @@ class DeepCFR(CFRIteration, pl.LightningModule):
             with its defaults in Lost Cities, which suits any rules; ``ExternalSampling`` in
             another game, and exact on tiny rules).
         traversals_per_player: games each player traverses per iteration, over all ranks.
-        advantage_buffer_size: rows each player's advantage reservoir holds.
+        advantage_buffer_size: rows each player's advantage reservoir holds (on each rank:
+            a DDP rank keeps the rows of its own games).
         strategy_buffer_size: rows the strategy reservoir holds.
-        batch_size: rows per update (per rank).
+        batch_size: rows per update, over all ranks (each of N DDP ranks samples
+            ``batch_size / N`` of them, rounded up, and their gradients are averaged).
         advantage_updates: updates of each advantage network per iteration.
         strategy_updates: updates of the strategy network per iteration that trains it.
         strategy_every: train the strategy network every this many iterations (and at the
@@ -282,6 +287,8 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self.iteration_metrics: dict[str, float] = {}
         self._resume_state: dict[str, Any] | None = None
+        # The file and save id a DDP checkpoint's shards go with, while RunCheckpoint saves.
+        self.shard_target: tuple[Path, str] | None = None
         # SD-CFR: (iteration, advantage networks' weights per player) of every iteration.
         self._snapshots: list[tuple[int, list[dict[str, torch.Tensor]]]] = []
 
@@ -388,6 +395,11 @@ class DeepCFR(CFRIteration, pl.LightningModule):
         if self.strategy_buffer is not None:
             return
         device = self.trainer.strategy.root_device
+        if self.trainer.world_size > 1:
+            # The iteration's figures are reduced over the ranks by hand (CFRIteration).
+            warnings.filterwarnings(
+                "ignore", "It is recommended to use `self.log", PossibleUserWarning
+            )
         if self.hparams.update_graphs:
             check_update_graphs(device, str(self.trainer.precision))
         rank = self.trainer.global_rank
@@ -496,62 +508,6 @@ class DeepCFR(CFRIteration, pl.LightningModule):
 
     def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:
         return metrics.eval_metrics(self.hparams.deploy, self.hparams.eval_opponent, result)
-
-    # ---- checkpoints ---------------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        # Plain data only, so that the file loads with torch.load(weights_only=True); the
-        # class is named for the checkpoint loader's allow-list.
-        checkpoint[MODEL_CLASS_KEY] = class_path(type(self))
-        checkpoint["hyper_parameters"] = plain_data(dict(checkpoint.get("hyper_parameters", {})))
-        if self._snapshots:
-            checkpoint["sdcfr"] = {
-                "iterations": [t for t, _ in self._snapshots],
-                "advantage": [states for _, states in self._snapshots],
-            }
-        if self.strategy_buffer is None or "optimizer_states" not in checkpoint:
-            # No reservoirs to save (an agent's model), or a weights-only checkpoint (such
-            # as a best-so-far copy), which plays but does not resume.
-            return
-        checkpoint[self.training_state_key] = {
-            "advantage_buffers": [buffer.state_dict() for buffer in self.advantage_buffers],
-            "strategy_buffer": self.strategy_buffer.state_dict(),
-            "value_buffer": None if self.value_buffer is None else self.value_buffer.state_dict(),
-            "traversal_generator": self.traversal_generator.get_state(),
-            "batch_generator": self.batch_generator.get_state(),
-            # Network re-initialisation (nn.init) draws from the global generators.
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        }
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        # A resume may change the learning rate: this run's, not the saved optimizers' copy.
-        for optimizer_state in checkpoint.get("optimizer_states", []):
-            for group in optimizer_state["param_groups"]:
-                group["lr"] = self.hparams.learning_rate
-        # Applied in on_train_start, once the reservoirs exist on the training device;
-        # loading weights alone (validate, an agent) never builds them.
-        self._resume_state = checkpoint.get(self.training_state_key)
-        stored = checkpoint.get("sdcfr", {"iterations": [], "advantage": []})
-        self._snapshots = list(zip(stored["iterations"], stored["advantage"], strict=True))
-
-    def _restore_training_state(self, state: dict[str, Any]) -> None:
-        buffer_states = dict(zip(ADVANTAGE_NETWORKS, state["advantage_buffers"], strict=True))
-        buffer_states[STRATEGY_NETWORK] = state["strategy_buffer"]
-        if self.value_name is not None:
-            buffer_states[self.value_name] = state["value_buffer"]
-        for name, buffer in self.row_buffers().items():
-            buffer_state = buffer_states[name]
-            try:
-                buffer.load_state_dict(buffer_state)
-            except NonFiniteError as error:
-                raise NonFiniteError(
-                    f"checkpoint {self.trainer.ckpt_path}: buffer {name}: {error}"
-                ) from None
-        self.traversal_generator.set_state(state["traversal_generator"])
-        self.batch_generator.set_state(state["batch_generator"])
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
 
 
 def check_update_graphs(device: torch.device, precision: str) -> None:

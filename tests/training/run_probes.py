@@ -81,13 +81,28 @@ class SwallowCtrlCAt(pl.Callback):
                 pass
 
 
+class KillRankAt(pl.Callback):
+    """At the start of ``iteration``'s traversal, rank ``rank`` kills itself with SIGKILL: a
+    DDP rank lost mid-run (out of memory, a node gone), after the checkpoint before."""
+
+    def __init__(self, rank: int, iteration: int) -> None:
+        self.rank = rank
+        self.iteration = iteration
+
+    def on_traversal_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.global_rank == self.rank and pl_module.iteration == self.iteration:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
 class BufferProbe(pl.Callback):
     """Keeps the reservoirs' states as the first iteration of a fit starts (after a resume's
-    restore, before any traversal)."""
+    restore, before any traversal); with ``folder``, each rank also saves them to
+    ``<folder>/buffers_rank<r>.pt``."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: str | None = None) -> None:
         self.states: dict | None = None
         self.iteration: int | None = None
+        self.folder = folder
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self.states is None:
@@ -99,6 +114,9 @@ class BufferProbe(pl.Callback):
                     "strategy_buffer": pl_module.strategy_buffer.state_dict(),
                 }
             )
+            if self.folder is not None:
+                path = Path(self.folder) / f"buffers_rank{trainer.global_rank}.pt"
+                torch.save(self.states, path)
 
 
 class RankStateProbe(pl.Callback):
@@ -112,7 +130,9 @@ class RankStateProbe(pl.Callback):
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         state = {
             "weights": pl_module.state_dict(),
-            "dealt": [pl_module.sampler.dealt(p) for p in (0, 1)],
+            "dealt": [pl_module.sampler.dealt(p) for p in (0, 1)]
+            if isinstance(pl_module.sampler, RecordingExternalSampling)
+            else None,
             "strategy_features": pl_module.strategy_buffer.features[
                 : len(pl_module.strategy_buffer)
             ],

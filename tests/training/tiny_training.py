@@ -88,16 +88,20 @@ def tiny_config(run_dir: Path, max_epochs: int = 3, **model: object) -> dict:
     }
 
 
-def cli_subprocess(config: Path, *overrides: str, callback: dict | None = None) -> dict:
+def cli_subprocess(
+    config: Path, *overrides: str, callback: dict | list[dict] | None = None
+) -> dict:
     """``subprocess`` arguments of ``python -m lostcities_cfr fit --config config ...``.
 
     The child imports this repository and the callbacks of ``run_probes`` (given as
-    ``callback``, a class_path/init_args mapping, appended to the run's callbacks).
+    ``callback``, a class_path/init_args mapping or a list of them, appended to the run's
+    callbacks).
     """
     args = [sys.executable, "-m", "lostcities_cfr", "fit", "--config", str(config), *overrides]
-    if callback is not None:
+    callbacks = [] if callback is None else [callback] if isinstance(callback, dict) else callback
+    for added in callbacks:
         args.append(
-            f"--trainer.callbacks+={yaml.safe_dump(callback, default_flow_style=True).strip()}"
+            f"--trainer.callbacks+={yaml.safe_dump(added, default_flow_style=True).strip()}"
         )
     here = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here.parents[1]), str(here)])}
