@@ -34,6 +34,13 @@ class NonFiniteError(LostCitiesError, ValueError):
     from it, and the last checkpoint (written before it) is kept."""
 
 
+class LostRankError(LostCitiesError, RuntimeError):
+    """A rank of a data-parallel run stopped (killed, out of memory, its host gone): the
+    others stop too, and the run resumes from its last checkpoint. Exit status 1."""
+
+    exit_code = 1
+
+
 class ReplayError(LostCitiesError, ValueError):
     """A file of recorded games (``evaluate --record``) that cannot be read or does not
     replay: the message names the file, the line and the field."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import warnings
 from importlib import import_module
@@ -47,12 +48,13 @@ import yaml
 from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning.callbacks import Timer
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from lostcities_cfr import runs
 from lostcities_cfr.arguments import PositiveInt
 from lostcities_cfr.callbacks import InterruptGuard, RunCheckpoint, SaveConfigToLoggers
-from lostcities_cfr.errors import ConfigError, LostCitiesError
+from lostcities_cfr.errors import ConfigError, LostCitiesError, LostRankError
 from lostcities_cfr.training import shards
 from lostcities_cfr.training.checkpoint import (
     DEFAULT_MODEL_CLASS,
@@ -62,6 +64,11 @@ from lostcities_cfr.training.checkpoint import (
     class_paths,
     hyperparameters,
     read_checkpoint,
+)
+from lostcities_cfr.training.distributed import (
+    check_cluster_environment,
+    lost_peer,
+    lost_peer_message,
 )
 from lostcities_cfr.training.module import DeepCFR, check_update_graphs
 
@@ -193,6 +200,11 @@ class DeepCFRCLI(LightningCLI):
         threads = config["threads"]
         if threads is not None:
             torch.set_num_threads(threads)
+            # Lightning's DDP launcher sets torch's threads to the cores over the ranks of a
+            # node unless OMP_NUM_THREADS is set: two nodes of one rank on one host then ran
+            # two threads a rank on two cores, 8x slower (docs/performance.md). The ranks it
+            # launches inherit this too.
+            os.environ["OMP_NUM_THREADS"] = str(threads)
         if self.subcommand and config.get("weights_only") is False:
             raise ConfigError(
                 "weights_only=False: checkpoints load with weights_only=True here (tensors "
@@ -212,6 +224,7 @@ class DeepCFRCLI(LightningCLI):
             return
         if self.model.hparams.get("update_graphs"):  # refused here, before anything is written
             check_update_graphs(self.trainer.strategy.root_device, str(self.trainer.precision))
+        check_cluster_environment(self.trainer)
         key = getattr(self.model, "training_state_key", None)
         if self._resume is not None and key is not None:
             # Every rank's rows must reach this run's ranks: refused before anything is written.
@@ -231,6 +244,20 @@ class DeepCFRCLI(LightningCLI):
             logs, self.trainer.default_root_dir, folders.get("checkpoint"), self._resume
         )
         runs.check_writable({purpose: f for purpose, f in folders.items() if f is not None})
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        try:
+            super()._run_subcommand(subcommand)
+        except Exception as error:
+            trainer = self.trainer
+            if trainer.world_size == 1 or not lost_peer(error):
+                raise
+            # This node's other ranks stop now rather than at their next collective.
+            launcher = trainer.strategy.launcher
+            if isinstance(launcher, _SubprocessScriptLauncher):
+                launcher.kill(signal.SIGKILL)
+            message = lost_peer_message(error, trainer.global_rank, trainer.world_size)
+            raise LostRankError(message) from None
 
 
 def build_cli(args: list[str], run: bool = True) -> DeepCFRCLI:
@@ -333,7 +360,7 @@ def run(subcommand: str, argv: list[str]) -> DeepCFRCLI:
         return build_cli([subcommand, *argv])
     except LostCitiesError as error:
         print(f"python -m lostcities_cfr {subcommand}: error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(getattr(error, "exit_code", 2)) from None
 
 
 def fit(argv: list[str]) -> None:

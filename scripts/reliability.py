@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,6 +62,7 @@ class Case:
     stdin: str | None = None
     shows: str | None = None
     kill: signal.Signals | None = None
+    env: dict[str, str] | None = None  # added to the environment; TAKEN_PORT: a port in use
 
 
 FIT = ["fit", "--config", "tiny.yaml"]
@@ -67,6 +70,13 @@ FIT = ["fit", "--config", "tiny.yaml"]
 KUHN = ["fit", "--config", "kuhn.yaml"]
 WALKERS_16 = ["--model.sampler.init_args.walkers", "16"]
 EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.002"]
+# Two DDP ranks with reservoirs of 64 rows, which fill at once (rows that stand for several)
+DDP = ["--trainer.devices", "2", "--trainer.strategy", "ddp"]
+DDP += ["--model.advantage_buffer_size", "64"]
+TAKEN_PORT = "<a port another process listens on>"
+# The training tests' callbacks (run_probes.KillRankAt) for the runs to import.
+PROBES = {"PYTHONPATH": "tests/training"}  # below the repository's root
+ROOT = Path(__file__).resolve().parents[1]
 CASES = [
     Case("a new run into a used folder", FIT),
     Case(
@@ -257,6 +267,45 @@ CASES = [
         ["nashconv", "--agent", "random", "--game", "classic"],
     ),
     Case(
+        "several hosts with no rendezvous in the environment",
+        [*FIT, *folder("nodes"), "--trainer.num_nodes", "2"],
+    ),
+    Case(
+        "a MASTER_PORT another process listens on",
+        [*FIT, *folder("port"), *DDP],
+        env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": TAKEN_PORT},
+    ),
+    Case(
+        "a DDP rank killed (SIGKILL) mid-run",
+        [
+            *FIT,
+            *folder("ddp"),
+            *DDP,
+            "--trainer.max_epochs",
+            "3",
+            "--trainer.callbacks+={class_path: run_probes.KillRankAt, init_args: {rank: 1, iteration: 3}}",
+        ],
+        env=PROBES,
+    ),
+    Case(
+        "... then resumed on its 2 ranks",
+        [*FIT, *folder("ddp"), *DDP, "--ckpt_path", "last", "--trainer.max_epochs", "3"],
+        shows=r"average vs random: \d+ games",
+    ),
+    Case(
+        "... or on 1 rank, its reservoirs full",
+        [
+            *FIT,
+            *folder("ddp"),
+            "--model.advantage_buffer_size",
+            "64",
+            "--ckpt_path",
+            "last",
+            "--trainer.max_epochs",
+            "4",
+        ],
+    ),
+    Case(
         "nashconv of tiny Lost Cities (walked whole)",
         ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt"],
         shows=r"NashConv",
@@ -317,12 +366,22 @@ def last_iterations(work: Path) -> dict[str, int | str]:
     return found
 
 
-def run_case(case: Case, work: Path) -> dict:
+def run_case(case: Case, work: Path, taken_port: int) -> dict:
     before = last_iterations(work)
     command = [sys.executable, "-m", "lostcities_cfr", *case.args]
+    added = {k: str(taken_port) if v == TAKEN_PORT else v for k, v in (case.env or {}).items()}
+    if "PYTHONPATH" in added:
+        added["PYTHONPATH"] = str(ROOT / added["PYTHONPATH"])
+    env = {**os.environ, **added}
     if case.kill is None:
         done = subprocess.run(
-            command, cwd=work, input=case.stdin or "", capture_output=True, text=True, timeout=600
+            command,
+            cwd=work,
+            input=case.stdin or "",
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
         )
         status, output, err = done.returncode, done.stdout + done.stderr, done.stderr
     else:
@@ -393,6 +452,8 @@ def _killed(case: Case, command: list[str], work: Path) -> tuple[int, str, str]:
 
 def _shown(case: Case) -> str:
     text = "python -m lostcities_cfr " + shlex.join(case.args)
+    if case.env:
+        text = " ".join(f"{k}={v}" for k, v in case.env.items()) + " " + text
     if case.stdin is not None:
         text = "printf '" + case.stdin.replace("\n", "\\n") + f"' | {text}"
     if case.kill is not None:
@@ -431,7 +492,10 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         make_fixtures(work)
-        rows = [run_case(case, work) for case in CASES]
+        with socket.socket() as taken:  # listened on for the case of a port in use
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            rows = [run_case(case, work, taken.getsockname()[1]) for case in CASES]
         if (work / "code-ran").exists():
             rows.append(
                 {

@@ -83,7 +83,9 @@ def test_help_shows_each_arguments_range(capsys):
         build_cli(["fit", "--model.help", "DeepCFR"])
     shown = " ".join(capsys.readouterr().out.split())
     for needle in (
-        "--model.batch_size BATCH_SIZE rows per update (per rank). (type: PositiveInt,",
+        "--model.batch_size BATCH_SIZE rows per update, over all ranks (each of N DDP ranks "
+        "samples ``batch_size / N`` of them, rounded up, and their gradients are averaged). "
+        "(type: PositiveInt,",
         "(type: RightOpenUnitInterval, default: 0.0)",  # holdout
         "Literal['512x3', '1024x6']",  # the network presets
     ):

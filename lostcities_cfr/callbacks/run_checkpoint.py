@@ -11,6 +11,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.utilities.rank_zero import rank_zero_info
 
 from lostcities_cfr.training import shards
+from lostcities_cfr.training.distributed import lost_peer
 
 FINAL_FILE = "final.ckpt"
 
@@ -63,6 +64,8 @@ class RunCheckpoint(ModelCheckpoint):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException
     ) -> None:
         super().on_exception(trainer, pl_module, exception)
+        if trainer.world_size > 1 and lost_peer(exception):
+            return  # saving waits for every rank at a barrier, which a dead one never reaches
         self._save_final(trainer, pl_module)
         if self.final_path is not None:
             rank_zero_info(

@@ -42,8 +42,10 @@ from lostcities_cfr.cfr.traversal import (
 from lostcities_cfr.game.symmetry import permute_features, permute_rows
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.distributed import (
-    backward_averaged,
+    average_gradients,
+    backward_unsynced,
     broadcast_from_rank_zero,
+    on_every_rank,
     reduce_over_ranks,
 )
 from lostcities_cfr.training.held_out import held_out_losses
@@ -80,7 +82,12 @@ class CFRIteration:
             [(n, self._updates(n, phase, every_iteration=True)) for n in names if n]
             for phase in phases
         ]
-        return UpdateSchedule(scheduled, [sum(u for _, u in phase) for phase in longest])
+        # One rank runs the networks one after another; DDP ranks interleave them, to sync
+        # a step's networks at once (UpdateSchedule).
+        interleave = self.trainer.world_size > 1
+        counts = [[u for _, u in phase] for phase in longest]
+        lengths = [max(c, default=0) if interleave else sum(c) for c in counts]
+        return UpdateSchedule(scheduled, lengths, interleave)
 
     # ---- Lightning: one CFR iteration ---------------------------------------------------------
     def on_train_start(self) -> None:
@@ -185,12 +192,10 @@ class CFRIteration:
             self.traversal_epoch(PLAYERS[1:])
             self.restart_advantage_networks(PLAYERS[1:])
             self._filled = {}
-        name = schedule.network(batch_idx)
-        log.start(name)
-        if name is not None:
-            optimizer = self.optimizers()[list(self.networks()).index(name)]
-            self._schedule_learning_rate(optimizer, *schedule.position(batch_idx))
-            self.update_network(name, optimizer)
+        names = schedule.networks(batch_idx)
+        log.start(names)
+        if names:
+            self.update_networks(names, schedule.position(batch_idx))
         if batch_idx == len(schedule) - 1:
             # Here rather than at the epoch's end: callbacks log the iteration's metrics in
             # on_train_epoch_end, before the module's own hook runs. Reading the losses also
@@ -233,15 +238,37 @@ class CFRIteration:
             return advantage_loss, 0.0
         return advantage_loss, self.hparams.weight_exponent
 
-    def update_network(self, name: str, optimizer: pl.core.optimizer.LightningOptimizer) -> None:
-        """One optimizer step of network ``name`` on a batch of its buffer (none while the
-        buffer is empty). Nothing here reads a value back from the device: the loss goes to
-        the iteration's :class:`~lostcities_cfr.training.updates.UpdateLog`."""
+    def update_networks(self, names: Sequence[str], positions: Sequence[tuple[int, int]]) -> None:
+        """One optimizer step of each network of ``names`` (its ``(k, n)`` update of the
+        phase in ``positions``) on a batch of its buffer; none while its buffer is empty on
+        some rank. A DDP run averages the networks' gradients in one all-reduce. Nothing
+        here reads a value back from the device: each loss goes to the iteration's
+        :class:`~lostcities_cfr.training.updates.UpdateLog`."""
+        if not self._filled:  # one read per phase; a network trains once every rank has rows
+            buffers = self.row_buffers()
+            filled = on_every_rank(self.trainer, [len(b) > 0 for b in buffers.values()])
+            self._filled = dict(zip(buffers, filled, strict=True))
+        optimizers, order = self.optimizers(), list(self.networks())
+        updated = []
+        for name, (done, total) in zip(names, positions, strict=True):
+            if not self._filled[name]:
+                continue
+            optimizer = optimizers[order.index(name)]
+            self._schedule_learning_rate(optimizer, done, total)
+            loss = self._batch_loss(name)
+            optimizer.zero_grad()
+            backward_unsynced(self, loss)
+            updated.append((name, optimizer, loss))
+        average_gradients(self.trainer, [self.networks()[name] for name, _, _ in updated])
+        for name, optimizer, loss in updated:
+            if self.hparams.gradient_clip > 0:
+                self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
+            optimizer.step()
+            self._update_log.record(name, loss)
+
+    def _batch_loss(self, name: str) -> torch.Tensor:
+        """Network ``name``'s loss on a batch of its buffer's rows (this rank's share)."""
         buffer, net = self.row_buffers()[name], self.networks()[name]
-        if name not in self._filled:
-            self._filled[name] = len(buffer) > 0  # one read per network and phase
-        if not self._filled[name]:
-            return
         loss_fn, exponent = self._loss(name)
         # batch_size rows over all ranks: N ranks train what one would, each on 1/N of them.
         per_rank = -(-self.hparams.batch_size // self.trainer.world_size)
@@ -264,16 +291,10 @@ class CFRIteration:
         features = self.trainer.precision_plugin.convert_input(features)
         if self.hparams.update_graphs:
             inputs = (features, legal, targets, rows.iteration)
-            loss = self.update_graphs.loss(name, net, loss_fn, exponent, inputs)
-        else:  # inline: a NetworkLoss built per update would cost ~17 us of Python
-            outputs = self.compiled_networks.get(name, net)(features)
-            loss = loss_fn(outputs, legal, targets, rows.iteration, exponent)
-        optimizer.zero_grad()
-        backward_averaged(self, loss, net)
-        if self.hparams.gradient_clip > 0:
-            self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)
-        optimizer.step()
-        self._update_log.record(name, loss)
+            return self.update_graphs.loss(name, net, loss_fn, exponent, inputs)
+        # inline: a NetworkLoss built per update would cost ~17 us of Python
+        outputs = self.compiled_networks.get(name, net)(features)
+        return loss_fn(outputs, legal, targets, rows.iteration, exponent)
 
     def _schedule_learning_rate(
         self, optimizer: pl.core.optimizer.LightningOptimizer, done: int, total: int

@@ -25,40 +25,55 @@ from lostcities_cfr.training import metrics
 
 
 class UpdateSchedule:
-    """The network each step of a training epoch updates (None: a step that does nothing).
+    """The networks each step of a training epoch updates (none: a step that does nothing).
 
     Args:
         phases: per phase, ``(network, updates)`` in the order they run; the epoch runs the
             phases one after another (alternating updates: player 0's half, then player 1's).
-        lengths: the steps each phase takes; at least the sum of its updates. Lightning
-            fixes an epoch's steps for the whole run, so a phase whose network skips an
-            iteration (the strategy network, ``strategy_every``) keeps its steps as no-ops.
+        lengths: the steps each phase takes; at least its steps' count. Lightning fixes an
+            epoch's steps for the whole run, so a phase whose network skips an iteration
+            (the strategy network, ``strategy_every``) keeps its steps as no-ops.
+        interleave: each step updates every network of the phase that has updates left,
+            one round of them a step, instead of one network after another. The networks
+            are independent, so this trains the same; a DDP run then syncs one step's
+            networks in one all-reduce (:func:`~lostcities_cfr.training.distributed.
+            average_gradients`), ``max(updates)`` collectives a phase instead of their sum.
     """
 
-    def __init__(self, phases: Sequence[Sequence[tuple[str, int]]], lengths: Sequence[int]) -> None:
+    def __init__(
+        self,
+        phases: Sequence[Sequence[tuple[str, int]]],
+        lengths: Sequence[int],
+        interleave: bool = False,
+    ) -> None:
         self.phase_starts: list[int] = []
-        self.steps: list[str | None] = []
-        # Per step: (k, n), its network's k-th (0-based) of n updates in the phase.
-        self.positions: list[tuple[int, int]] = []
+        self.steps: list[tuple[str, ...]] = []
+        # Per step and network: (k, n), its k-th (0-based) of n updates in the phase.
+        self.positions: list[tuple[tuple[int, int], ...]] = []
         for phase, length in zip(phases, lengths, strict=True):
             self.phase_starts.append(len(self.steps))
-            names = [name for name, updates in phase for _ in range(updates)]
-            if len(names) > length:
-                raise ValueError(f"phase of {len(names)} updates in {length} steps")
-            self.steps += names + [None] * (length - len(names))
-            self.positions += [(k, updates) for _, updates in phase for k in range(updates)]
-            self.positions += [(0, 0)] * (length - len(names))
+            if interleave:
+                rounds = range(max((updates for _, updates in phase), default=0))
+                steps = [tuple(name for name, n in phase if k < n) for k in rounds]
+                positions = [tuple((k, n) for _, n in phase if k < n) for k in rounds]
+            else:
+                steps = [(name,) for name, updates in phase for _ in range(updates)]
+                positions = [((k, n),) for _, n in phase for k in range(n)]
+            if len(steps) > length:
+                raise ValueError(f"phase of {len(steps)} steps in {length}")
+            self.steps += steps + [()] * (length - len(steps))
+            self.positions += positions + [()] * (length - len(steps))
 
     def __len__(self) -> int:
         return len(self.steps)
 
-    def network(self, step: int) -> str | None:
-        """The network step ``step`` updates (None: none)."""
+    def networks(self, step: int) -> tuple[str, ...]:
+        """The networks step ``step`` updates (none: a no-op step)."""
         return self.steps[step]
 
-    def position(self, step: int) -> tuple[int, int]:
-        """``(k, n)``: step ``step`` is the ``k``-th (0-based) of its network's ``n`` updates
-        in its phase (``(0, 0)`` for a no-op step)."""
+    def position(self, step: int) -> tuple[tuple[int, int], ...]:
+        """For each network of step ``step``, ``(k, n)``: the step is its ``k``-th (0-based)
+        of ``n`` updates in its phase."""
         return self.positions[step]
 
 
@@ -77,23 +92,26 @@ class UpdateLog:
         # was not finite (0: none), that loss].
         self._state: dict[str, torch.Tensor] = {}
         self.seconds = dict.fromkeys(kinds.values(), 0.0)
-        self._running: str | None = None
+        self._running: tuple[str, ...] = ()
         self._since = 0.0
 
-    def start(self, name: str | None) -> None:
-        """Step about to update ``name`` (None: a no-op step): a new network's first update
-        closes the previous network's span."""
-        if name != self._running:
+    def start(self, names: tuple[str, ...]) -> None:
+        """Step about to update ``names`` (none: a no-op step): other networks than the
+        last step's close that step's span."""
+        if names != self._running:
             self.stop()
-            self._running, self._since = name, time.perf_counter()
+            self._running, self._since = names, time.perf_counter()
 
     def stop(self) -> None:
-        """Close the running network's span: wait for the device, then add its seconds."""
-        if self._running is not None:
+        """Close the running span: wait for the device, then add its seconds, split evenly
+        over its networks (one each, unless the updates are interleaved)."""
+        if self._running:
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
-            self.seconds[self.kinds[self._running]] += time.perf_counter() - self._since
-        self._running = None
+            share = (time.perf_counter() - self._since) / len(self._running)
+            for name in self._running:
+                self.seconds[self.kinds[name]] += share
+        self._running = ()
 
     def record(self, name: str, loss: torch.Tensor) -> None:
         """Add an update's loss (a 0-d tensor) without reading it."""

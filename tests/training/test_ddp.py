@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 
 import torch
@@ -83,6 +84,9 @@ def test_a_ddp_run_killed_mid_iteration_resumes_every_ranks_rows_and_trains_on_u
     # stops (Lightning's launcher ends every rank once one has died) ...
     done = _fit(killed, *DDP, callbacks=[_probe("KillRankAt", rank=1, iteration=3)], timeout=120)
     assert done.returncode != 0
+    # One line naming the rank that stopped (ours from rank 0; or, should Lightning's
+    # launcher see its child die first, its own line naming rank 1).
+    assert "rank 0 of 2: rank 1 stopped" in done.stderr or "[rank: 1] Child process" in done.stderr
     checkpoints = tmp_path / "killed" / "checkpoints"
     # One shard a rank: each save removed the rank's shards of the checkpoint it replaced.
     assert len(list(checkpoints.glob("*.pt"))) == 2
@@ -135,3 +139,42 @@ def test_a_resume_on_fewer_ranks_than_full_reservoirs_need_is_refused_untouched(
     assert "saved by 2 rank(s), resumed on 1" in message[0]
     assert "resume it on 2 ranks" in message[0]
     assert _files(tmp_path / "full") == before
+
+
+def test_two_local_nodes_train_checkpoint_and_resume_through_the_cli(write_config, tmp_path):
+    """Two hosts of one rank each, as plain hosts would run them (docs/architecture.md):
+    each process told the rendezvous address, port and its node's rank."""
+    config = write_config(name="nodes", max_epochs=2, final_eval_games=0)
+    nodes = ("--trainer.num_nodes", "2", "--trainer.devices", "1", "--trainer.strategy", "ddp")
+
+    def both_nodes(*overrides: str) -> list[subprocess.CompletedProcess]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        launched = []
+        for node in (0, 1):
+            command = cli_subprocess(config, *nodes, *overrides)
+            env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": str(node)}
+            command["env"] = {**command["env"], **env}
+            launched.append(
+                subprocess.Popen(
+                    **command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        outputs = [p.communicate(timeout=120) for p in launched]
+        return [
+            subprocess.CompletedProcess(p.args, p.returncode, *output)
+            for p, output in zip(launched, outputs, strict=True)
+        ]
+
+    for done in both_nodes():
+        assert done.returncode == 0, done.stderr[-3000:]
+    checkpoints = tmp_path / "nodes" / "checkpoints"
+    assert sorted(p.name.split(".")[-3] for p in checkpoints.glob("*.pt")) == [
+        "rank0of2",
+        "rank1of2",
+    ]
+    for done in both_nodes("--ckpt_path", "last", "--trainer.max_epochs", "3"):
+        assert done.returncode == 0, done.stderr[-3000:]
+    last = torch.load(checkpoints / "last.ckpt", weights_only=True)
+    assert last["epoch"] == 2 and last["deep_cfr"]["world_size"] == 2
