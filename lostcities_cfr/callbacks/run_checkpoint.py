@@ -37,6 +37,9 @@ class RunCheckpoint(ModelCheckpoint):
     Weights that are no longer finite (a diverged run) are not saved: the file would not
     load, and the last checkpoint on disk stays the last good one.
 
+    In a DDP run every rank writes its reservoirs to a shard beside each resumable file and
+    removes its shards of a file that is replaced or removed (``training/shards.py``).
+
     Args:
         save_at_end: save the last iteration resumably when ``fit`` ends, if not saved yet.
         final_filename: the name of the networks-only file; None writes none.
