@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -38,6 +37,7 @@ from lostcities_cfr.agents.base import Agent, agent_name
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game.batched import GameBatch, expedition_scores
 from lostcities_cfr.game.encoding import feature_size
+from lostcities_cfr.game.protocol import Decide
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.recording import GameRecorder
 
@@ -386,10 +386,6 @@ class Finals:
     scores: torch.Tensor  # [D, 2] int64, by seat
     expeditions: torch.Tensor  # [D, 2, T] int8, by seat
     turn: torch.Tensor  # [D] int64
-
-
-Decide = Callable[[GameBatch, int, torch.Tensor], torch.Tensor]
-"""``decide(batch, step, rows) -> actions [B]``: the moves of one step of :func:`play_out`."""
 
 
 def play_out(batch: GameBatch, decide: Decide, check: bool = True) -> Finals:

@@ -23,17 +23,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
 from lostcities_cfr.errors import LostCitiesError, ReplayError
 from lostcities_cfr.game.batched import GameBatch
+from lostcities_cfr.game.protocol import Decide
 from lostcities_cfr.game.reference import GameState
 from lostcities_cfr.game.rules import Rules
-
-if TYPE_CHECKING:  # the arena imports this module
-    from lostcities_cfr.arena import Decide
 
 
 @dataclass(frozen=True)

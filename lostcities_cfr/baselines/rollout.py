@@ -13,7 +13,7 @@ from game to game within a step), so the same code plays Lost Cities, Kuhn and L
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -22,13 +22,10 @@ from lostcities_cfr.agents import Agent
 from lostcities_cfr.arena import play_out
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.game.lost_cities import as_game
-from lostcities_cfr.game.protocol import BatchedGames, Game
+from lostcities_cfr.game.protocol import BatchedGames, Decide, Game
 from lostcities_cfr.inference import InferenceQueue
 
 LEARNER = "policy"  # the learner's name in the inference queue, and its policy's name
-
-Decide = Callable[[BatchedGames, int, torch.Tensor], torch.Tensor]
-"""``decide(batch, step, rows) -> actions [B]``: the moves of one step of :func:`play_games`."""
 
 
 @dataclass(frozen=True)

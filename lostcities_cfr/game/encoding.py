@@ -11,7 +11,7 @@ game of a :class:`~lostcities_cfr.game.batched.GameBatch` at once
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
@@ -19,8 +19,35 @@ from lostcities_cfr.game.fused import compiled_on
 from lostcities_cfr.game.packed import lookup_tables, unpack_into
 from lostcities_cfr.game.rules import Rules
 
-if TYPE_CHECKING:
-    from lostcities_cfr.game.batched import GameBatch
+
+class PackedGames(Protocol):
+    """What the encoders read of a batch of games: :class:`~lostcities_cfr.game.batched.
+    GameBatch`'s packed state (``game/packed.py``). Named here rather than imported, so that
+    the engine, which encodes through this module, and this module import one way only."""
+
+    @property
+    def rules(self) -> Rules: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def compiled(self) -> bool: ...
+    @property
+    def current_player(self) -> torch.Tensor: ...  # [B]
+    @property
+    def hands(self) -> torch.Tensor: ...  # [B, 2, T]
+
+    _turn: torch.Tensor
+    _deck_pos: torch.Tensor
+    _discarded: torch.Tensor
+    _hand_known: torch.Tensor
+    _pile_len: torch.Tensor
+    _piles: torch.Tensor
+    _played: torch.Tensor
+
+    def encode(self) -> torch.Tensor: ...
+
 
 BLOCK_ORDER = (
     "hand",
@@ -73,7 +100,7 @@ def feature_size(rules: Rules) -> int:
     return feature_blocks(rules)["discarded_color"].stop
 
 
-def encode_batch(batch: GameBatch, player: torch.Tensor | None = None) -> torch.Tensor:
+def encode_batch(batch: PackedGames, player: torch.Tensor | None = None) -> torch.Tensor:
     """[B, F] float32 features of every game of ``batch`` for ``player`` ([B]; default:
     the player to move), read from the batch's packed state (``game/batched.py``).
 
@@ -159,7 +186,7 @@ def history_feature_size(rules: Rules) -> int:
     return feature_size(rules) + 2 * rules.n_types
 
 
-def encode_history(batch: GameBatch) -> torch.Tensor:
+def encode_history(batch: PackedGames) -> torch.Tensor:
     """[B, H] float32 features of the whole state, for a history value network.
 
     The information state of the player to move (:meth:`GameBatch.encode`), then the
@@ -171,7 +198,7 @@ def encode_history(batch: GameBatch) -> torch.Tensor:
     return _encode_history(batch)
 
 
-def _encode_history(batch: GameBatch) -> torch.Tensor:
+def _encode_history(batch: PackedGames) -> torch.Tensor:
     rules = batch.rules
     blocks = feature_blocks(rules)
     features = batch.encode()  # [B, F]

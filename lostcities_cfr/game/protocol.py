@@ -25,7 +25,7 @@ Implementations: Lost Cities (:class:`lostcities_cfr.game.lost_cities.LostCities
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self, runtime_checkable
 
 import torch
@@ -166,6 +166,11 @@ class Game(abc.ABC):
         action ids and ``information_state_tensor`` as its features (Kuhn, Leduc, the
         adapter's games); else None. OpenSpiel's NashConv and the policy export use it."""
         return None
+
+
+Decide = Callable[[BatchedGames, int, torch.Tensor], torch.Tensor]
+"""``decide(batch, step, rows) -> actions [B]``: the moves of one step of a batch of games
+played out (the arena's ``play_out``, PPO's rollouts); ``rows`` are the games still running."""
 
 
 def action_ids(actions: torch.Tensor, batch_size: int, device: torch.device) -> torch.Tensor:
