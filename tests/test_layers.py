@@ -1,5 +1,6 @@
-"""The package's layers (``docs/architecture.md``): imports point downward only, and no
-module imports itself through others (an import circle)."""
+"""The package's layers (``docs/architecture.md``): imports point downward only, no module
+imports itself through others (an import circle, type-only imports included), and the
+documentation's picture of the layers is the one the imports draw."""
 
 import ast
 from pathlib import Path
@@ -7,35 +8,46 @@ from pathlib import Path
 import lostcities_cfr
 
 PACKAGE = Path(lostcities_cfr.__file__).parent
-# Lowest first. Modules of one layer may import one another; the command-line modules and
-# the package's front door sit on top.
+# Lowest first, each with the sentence docs/architecture.md's picture gives it. Modules of
+# one layer may import one another; the command-line modules and the package's front door
+# sit on top.
 LAYERS = [
-    {"errors", "arguments"},
-    {"game"},
-    {"agents", "arena", "recording", "league", "ratings"},
-    {"inference"},
+    ("errors and argument types with their ranges", {"errors", "arguments"}),
+    ("the game protocol and its games: Lost Cities' engines, Kuhn, Leduc, OpenSpiel's", {"game"}),
+    (
+        "agents, duplicate matches, recordings, the league and its ratings",
+        {"agents", "arena", "recording", "league", "ratings"},
+    ),
+    ("the batched inference queue: one forward per network per step", {"inference"}),
     # decision-time search: the queue's forwards, below the models that hand it their values
-    {"search"},
-    {"cfr"},
+    ("decision-time search over any agent", {"search"}),
+    ("samplers, regret matching, reservoirs, networks, exact exploitability", {"cfr"}),
     # the baselines train beside Deep CFR, with its metrics and checkpoints
-    {"training", "baselines"},
-    {"callbacks"},
-    {
-        "__init__",
-        "__main__",
-        "cli",
-        "cli_options",
-        "fit_cli",
-        "evaluate_cli",
-        "exploit_cli",
-        "league_cli",
-        "nashconv_cli",
-        "play",
-        "report",
-        "runs",
-        "serve",
-    },
+    (
+        "the LightningModules (Deep CFR, PPO), their loop, checkpoints and DDP",
+        {"training", "baselines"},
+    ),
+    ("callbacks: evaluation, timing, compile toggles, checkpoints", {"callbacks"}),
+    (
+        "the commands, the web page and the package's front door",
+        {
+            "__init__",
+            "__main__",
+            "cli",
+            "cli_options",
+            "fit_cli",
+            "evaluate_cli",
+            "exploit_cli",
+            "league_cli",
+            "nashconv_cli",
+            "play",
+            "report",
+            "runs",
+            "serve",
+        },
+    ),
 ]
+DOCS = PACKAGE.parent / "docs" / "architecture.md"
 
 
 def module_name(path: Path) -> str:
@@ -48,7 +60,7 @@ MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 def layer(module: str) -> int:
     top = module.split(".")[1] if "." in module else "__init__"
-    return next(i for i, names in enumerate(LAYERS) if top in names)
+    return next(i for i, (_, names) in enumerate(LAYERS) if top in names)
 
 
 def imports(module: str, runtime: bool = False) -> set[str]:
@@ -116,3 +128,33 @@ def test_the_algorithm_layers_import_no_standard_game():
     assert algorithms
     found = {module: imports(module) & games for module in algorithms}
     assert {module: names for module, names in found.items() if names} == {}
+
+
+def layer_picture() -> str:
+    """The layers as a Mermaid flowchart drawn from the imports: each layer (its sentence and
+    its packages), and an arrow from a layer to each lower one it imports, labelled with the
+    number of module-to-module imports. ``python tests/test_layers.py`` prints it."""
+    crossing: dict[tuple[int, int], int] = {}
+    for module in MODULES:
+        for target in imports(module):
+            edge = (layer(module), layer(target))
+            if edge[0] != edge[1]:
+                crossing[edge] = crossing.get(edge, 0) + 1
+    lines = ["```mermaid", "flowchart TD"]
+    for i, (sentence, names) in reversed(list(enumerate(LAYERS))):
+        shown = ", ".join(sorted(names))
+        lines.append(f'    L{i}["<b>{shown}</b><br/>{sentence}"]')
+    for (upper, lower), count in sorted(crossing.items(), key=lambda e: (-e[0][0], -e[0][1])):
+        lines.append(f"    L{upper} -->|{count}| L{lower}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def test_the_architecture_docs_open_with_the_picture_of_the_imports():
+    assert layer_picture() in DOCS.read_text(), (
+        "docs/architecture.md must show `python tests/test_layers.py`'s picture"
+    )
+
+
+if __name__ == "__main__":
+    print(layer_picture())
