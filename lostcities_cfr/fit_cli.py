@@ -126,6 +126,7 @@ class DeepCFRCLI(LightningCLI):
     """LightningCLI for :class:`DeepCFR` with the run-folder and seeding conventions above."""
 
     _resume: Path | None = None  # the checkpoint a fit continues (_parse_ckpt_path)
+    _resume_checkpoint: dict[str, Any] | None = None  # its contents, memory-mapped
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_lightning_class_args(RunCheckpoint, "checkpoint")
@@ -178,6 +179,7 @@ class DeepCFRCLI(LightningCLI):
         if resume is None:
             return
         checkpoint = read_checkpoint(resume, mmap=True)
+        self._resume_checkpoint = checkpoint  # its training state is checked once built
         model_class = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
         # jsonargparse may shorten the class path (lostcities_cfr.DeepCFR): compare classes
         module, _, name = config.model.class_path.rpartition(".")
@@ -226,10 +228,10 @@ class DeepCFRCLI(LightningCLI):
             check_update_graphs(self.trainer.strategy.root_device, str(self.trainer.precision))
         check_cluster_environment(self.trainer)
         key = getattr(self.model, "training_state_key", None)
-        if self._resume is not None and key is not None:
+        checkpoint, self._resume_checkpoint = self._resume_checkpoint, None  # unmapped after
+        if checkpoint is not None and key is not None:
             # Every rank's rows must reach this run's ranks: refused before anything is written.
-            entry = read_checkpoint(self._resume, mmap=True).get(key)
-            shards.check_resume(self._resume, entry, self.trainer.world_size)
+            shards.check_resume(self._resume, checkpoint.get(key), self.trainer.world_size)
         _time_limit_between_iterations(self.trainer, self.config.fit.trainer.max_time)
         self.trainer.callbacks.append(InterruptGuard())
         if not _first_process():

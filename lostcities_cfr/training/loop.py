@@ -248,7 +248,8 @@ class CFRIteration:
             buffers = self.row_buffers()
             filled = on_every_rank(self.trainer, [len(b) > 0 for b in buffers.values()])
             self._filled = dict(zip(buffers, filled, strict=True))
-        optimizers, order = self.optimizers(), list(self.networks())
+        optimizers, nets = self.optimizers(), self.networks()
+        order = list(nets)
         updated = []
         for name, (done, total) in zip(names, positions, strict=True):
             if not self._filled[name]:
@@ -259,7 +260,7 @@ class CFRIteration:
             optimizer.zero_grad()
             backward_unsynced(self, loss)
             updated.append((name, optimizer, loss))
-        average_gradients(self.trainer, [self.networks()[name] for name, _, _ in updated])
+        average_gradients(self.trainer, [nets[name] for name, _, _ in updated])
         for name, optimizer, loss in updated:
             if self.hparams.gradient_clip > 0:
                 self.clip_gradients(optimizer, gradient_clip_val=self.hparams.gradient_clip)

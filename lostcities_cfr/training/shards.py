@@ -28,6 +28,7 @@ into contiguous parts, every row kept once.
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from collections.abc import Sequence
@@ -76,14 +77,9 @@ def remove_stale_shards(checkpoint: str | Path, rank: int, keep: str | None = No
     """Remove ``rank``'s shards of the checkpoint named ``checkpoint`` but the one named
     ``keep`` (all of them when None: the checkpoint itself was removed)."""
     checkpoint = Path(checkpoint)
-    for path in checkpoint.parent.glob(f"{glob_escape(checkpoint.name)}.rank{rank}of*.pt"):
+    for path in checkpoint.parent.glob(f"{glob.escape(checkpoint.name)}.rank{rank}of*.pt"):
         if path.name != keep:
             path.unlink(missing_ok=True)
-
-
-def glob_escape(name: str) -> str:
-    """``name`` with glob's special characters (``[``, ``*``, ``?``) taken literally."""
-    return "".join(f"[{c}]" if c in "[]*?" else c for c in name)
 
 
 def read_shard(folder: Path, name: str, step: int) -> dict[str, Any]:
@@ -125,9 +121,10 @@ def rank_state(
         ConfigError: another number of ranks and rows that cannot be redistributed exactly.
         CheckpointError: a missing, unreadable or mismatched shard.
     """
-    sources = _sources(checkpoint_path, entry)
-    if len(sources) == world_size:
-        return sources[rank]
+    saved = _saved_ranks(entry)
+    if saved == world_size:  # this rank's own shard, and no other rank's file
+        return _source(checkpoint_path, entry, rank)
+    sources = [_source(checkpoint_path, entry, r) for r in range(saved)]
     check_redistributable(checkpoint_path, sources, world_size)
     return _redistributed(sources, rank, world_size)
 
@@ -135,21 +132,27 @@ def rank_state(
 def check_resume(
     checkpoint_path: str | Path, entry: dict[str, Any] | None, world_size: int
 ) -> None:
-    """Refuse, before a run starts, a resume whose rows cannot reach ``world_size`` ranks
-    (and a manifest whose shards are missing or foreign)."""
-    if entry is None:
+    """Refuse, before a run starts, a resume on another number of ranks whose rows cannot
+    reach ``world_size`` ranks (or whose shards are missing or foreign). On the saving
+    number of ranks each rank reads its own shard as it starts: on hosts that each keep
+    their own, no one process sees them all."""
+    if entry is None or _saved_ranks(entry) == world_size:
         return
-    sources = _sources(checkpoint_path, entry)
-    if len(sources) != world_size:
-        check_redistributable(checkpoint_path, sources, world_size)
+    sources = [_source(checkpoint_path, entry, r) for r in range(_saved_ranks(entry))]
+    check_redistributable(checkpoint_path, sources, world_size)
 
 
-def _sources(checkpoint_path: str | Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every saving rank's state, in rank order (shards memory-mapped)."""
+def _saved_ranks(entry: dict[str, Any]) -> int:
+    """The number of ranks that saved a checkpoint's training state."""
+    return entry["world_size"] if is_manifest(entry) else 1
+
+
+def _source(checkpoint_path: str | Path, entry: dict[str, Any], rank: int) -> dict[str, Any]:
+    """Saving rank ``rank``'s state (its shard memory-mapped; a one-rank run's in the file)."""
     if not is_manifest(entry):
-        return [entry]
+        return entry
     folder = Path(checkpoint_path).resolve().parent  # last.ckpt links to the saved file
-    return [read_shard(folder, name, entry["global_step"]) for name in entry[SHARDS_KEY]]
+    return read_shard(folder, entry[SHARDS_KEY][rank], entry["global_step"])
 
 
 def check_redistributable(
@@ -184,9 +187,10 @@ def check_redistributable(
 
 def _buffer_columns(sources: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each buffer (held-out ones included) with its state on every source rank."""
+    entries = [dict(_buffer_entries(source)) for source in sources]
     columns = []
-    for key, _ in _buffer_entries(sources[0]):
-        column = [dict(_buffer_entries(source))[key] for source in sources]
+    for key in entries[0]:
+        column = [buffers[key] for buffers in entries]
         columns.append((key, column))
         while column[0].get("held_out") is not None:
             key, column = f"{key}.held_out", [b["held_out"] for b in column]
@@ -194,13 +198,23 @@ def _buffer_columns(sources: Sequence[dict[str, Any]]) -> list[tuple[str, list[d
     return columns
 
 
+def _is_buffer(value: Any) -> bool:
+    """Whether a rank state's entry is a buffer's state."""
+    return isinstance(value, dict) and "capacity" in value
+
+
+def _is_buffer_list(value: Any) -> bool:
+    """Whether a rank state's entry is a list of buffers' states (one per player)."""
+    return isinstance(value, list) and bool(value) and _is_buffer(value[0])
+
+
 def _buffer_entries(state: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """A rank state's buffer states by name (``advantage_buffers.0``, ``strategy_buffer``...)."""
     entries = []
     for key, value in state.items():
-        if isinstance(value, list) and value and isinstance(value[0], dict):
+        if _is_buffer_list(value):
             entries += [(f"{key}.{i}", v) for i, v in enumerate(value)]
-        elif isinstance(value, dict) and "capacity" in value:
+        elif _is_buffer(value):
             entries.append((key, value))
     return entries
 
@@ -211,12 +225,12 @@ def _redistributed(sources: Sequence[dict[str, Any]], rank: int, world_size: int
     own = sources[rank] if rank < len(sources) else None
     state: dict[str, Any] = {}
     for key, value in sources[0].items():
-        if isinstance(value, list) and value and isinstance(value[0], dict):
+        if _is_buffer_list(value):
             state[key] = [
                 _split_buffer([s[key][i] for s in sources], own and own[key][i], rank, world_size)
                 for i in range(len(value))
             ]
-        elif isinstance(value, dict) and "capacity" in value:
+        elif _is_buffer(value):
             state[key] = _split_buffer(
                 [s[key] for s in sources], own and own[key], rank, world_size
             )
