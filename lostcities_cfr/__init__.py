@@ -25,8 +25,8 @@ from lostcities_cfr.agents import (
     register_agent_kind,
 )
 from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_USAGE, AgentFactory
-from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.errors import AgentSpecError, ConfigError, IllegalActionError
+from lostcities_cfr.evaluation.arena import EvaluationResult, evaluate
 from lostcities_cfr.game import GameBatch, GameState, Rules
 from lostcities_cfr.search import SearchAgent  # and registers the ``search`` agent kind
 

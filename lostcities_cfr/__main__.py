@@ -1,6 +1,6 @@
-"""``python -m lostcities_cfr``: dispatches to :func:`lostcities_cfr.cli.main`."""
+"""``python -m lostcities_cfr``: dispatches to :func:`lostcities_cfr.commands.main`."""
 
-from lostcities_cfr.cli import main
+from lostcities_cfr.commands import main
 
 if __name__ == "__main__":
     main()

@@ -52,15 +52,15 @@ python3 -c "import torch; print(torch.__version__, torch.cuda.is_available() and
 torch.cuda.get_device_name())" >> "$OUT/summary.txt" 2>&1
 step pytest_gpu 60 python3 -m pytest -m "$TEST_MARK" -q -p no:cacheprovider "${TESTS[@]}"
 # shellcheck disable=SC2086
-step bench_overhead "$BENCH_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" --reference \
+step bench_overhead "$BENCH_LIMIT" python3 scripts/bench/bench_overhead.py --device "$DEVICE" --reference \
   --walkers $WALKERS --batches $BATCHES --repeats 5 --json $UPDATE_GRAPHS
 # the engine and the networks compiled (game/fused.py): operator calls and generated kernels
 # per step, against the eager rows above (compiling takes part of the limit)
 # shellcheck disable=SC2086
-step bench_compiled "$COMPILED_LIMIT" python3 scripts/bench_overhead.py --device "$DEVICE" \
+step bench_compiled "$COMPILED_LIMIT" python3 scripts/bench/bench_overhead.py --device "$DEVICE" \
   --engine compiled --networks compiled --walkers $COMPILED_WALKERS --batches 512 \
   --kernels fused --repeats 2 --json
-step calculus "$CALCULUS_LIMIT" python3 scripts/calculus.py --device "$DEVICE" "${CALCULUS[@]}" --json
+step calculus "$CALCULUS_LIMIT" python3 scripts/bench/calculus.py --device "$DEVICE" "${CALCULUS[@]}" --json
 step fit "$FIT_LIMIT" python3 -m lostcities_cfr fit --config configs/classic_gpu.yaml \
   --trainer.max_time "$FIT_TIME" --trainer.default_root_dir "$OUT/fit" \
   --trainer.logger pytorch_lightning.loggers.CSVLogger \

@@ -13,8 +13,8 @@ from lostcities_cfr.arguments import (
     RightOpenUnitInterval,
     checked,
 )
+from lostcities_cfr.commands.fit import build_cli
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.fit_cli import build_cli
 
 
 class Toy:

@@ -14,39 +14,28 @@ PACKAGE = Path(lostcities_cfr.__file__).parent
 LAYERS = [
     ("errors and argument types with their ranges", {"errors", "arguments"}),
     ("the game protocol and its games: Lost Cities' engines, Kuhn, Leduc, OpenSpiel's", {"game"}),
-    (
-        "agents, duplicate matches, recordings, the league and its ratings",
-        {"agents", "arena", "recording", "league", "ratings"},
-    ),
+    ("heuristics, random play, networks, the agent-spec grammar", {"agents"}),
+    ("duplicate matches, recordings, the league and its ratings", {"evaluation"}),
     ("the batched inference queue: one forward per network per step", {"inference"}),
     # decision-time search: the queue's forwards, below the models that hand it their values
     ("decision-time search over any agent", {"search"}),
     ("samplers, regret matching, reservoirs, networks, exact exploitability", {"cfr"}),
     # the baselines train beside Deep CFR, with its metrics and checkpoints
     (
-        "the LightningModules (Deep CFR, PPO), their loop, checkpoints and DDP",
+        "the LightningModules (Deep CFR, PPO), their loop, run folders, checkpoints and DDP",
         {"training", "baselines"},
     ),
-    ("callbacks: evaluation, timing, compile toggles, checkpoints", {"callbacks"}),
+    ("evaluation, timing, compile toggles, checkpoints", {"callbacks"}),
+    ("a local web page: play an agent, replay recorded games", {"serve"}),
     (
-        "the commands, the web page and the package's front door",
-        {
-            "__init__",
-            "__main__",
-            "cli",
-            "cli_options",
-            "fit_cli",
-            "evaluate_cli",
-            "exploit_cli",
-            "league_cli",
-            "nashconv_cli",
-            "play",
-            "report",
-            "runs",
-            "serve",
-        },
+        "each command parses its arguments and hands the work to the layers below",
+        {"commands"},
     ),
+    ("the front door: the names a notebook imports, and python -m", {"__init__", "__main__"}),
 ]
+# The only modules at the package's top: its front door and the leaves every layer shares.
+TOP_LEVEL = {"__init__", "__main__", "errors", "arguments"}
+LONGEST_MODULE = 600  # lines: past this a module is split along its seams (docs/style)
 DOCS = PACKAGE.parent / "docs" / "architecture.md"
 
 
@@ -74,7 +63,7 @@ def imports(module: str, runtime: bool = False) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            # ``from lostcities_cfr import runs`` imports the module runs; ``from x import
+            # ``from lostcities_cfr.training import runs`` imports the module runs; ``from x import
             # name`` the module x.
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
@@ -88,6 +77,18 @@ def imports(module: str, runtime: bool = False) -> set[str]:
 
 def test_every_module_is_in_a_layer():
     assert all(isinstance(layer(module), int) for module in MODULES)
+
+
+def test_the_package_top_holds_only_its_front_door_and_shared_leaves():
+    top = {path.stem for path in PACKAGE.glob("*.py")}
+    assert top == TOP_LEVEL
+
+
+def test_every_module_reads_in_one_sitting():
+    long = {
+        m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > LONGEST_MODULE
+    }
+    assert long == {}
 
 
 def test_imports_point_downward_only():

@@ -7,7 +7,7 @@ average is a lower bound on the agent's exploitability. Here the learner is this
 :class:`~lostcities_cfr.baselines.ppo.PPO` with a fixed ``opponent`` (every rollout game
 against the agent, half from each seat, the agent's moves one batched ``act`` per step), and
 the measure is the learner's mean score difference against the agent in duplicate games
-(:func:`~lostcities_cfr.arena.evaluate`), in the game's own points: the same quantity, seats
+(:func:`~lostcities_cfr.evaluation.arena.evaluate`), in the game's own points: the same quantity, seats
 averaged, as :func:`~lostcities_cfr.cfr.exploitability.exploitability` computes exactly on
 tiny rules.
 
@@ -36,11 +36,11 @@ import pytorch_lightning as pl
 import torch
 
 from lostcities_cfr.agents import Agent, agent_name
-from lostcities_cfr.arena import EvaluationResult, check_agent_rules, evaluate
 from lostcities_cfr.baselines.ppo import PPO, TRAINING_DEAL_SEEDS
 from lostcities_cfr.cfr.exploitability import Policy, game_tree
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.evaluation.arena import EvaluationResult, check_agent_rules, evaluate
 from lostcities_cfr.game import Rules
 
 # The learner's network: the colour-equivariant encoder of configs/ppo.yaml and bc_ppo.yaml,

@@ -67,7 +67,6 @@ import torch
 from torch import nn
 
 from lostcities_cfr.agents import Agent, NetworkAgent, agent_from_spec
-from lostcities_cfr.arena import check_agent_rules
 from lostcities_cfr.arguments import (
     ClosedUnitInterval,
     NonNegativeFloat,
@@ -77,6 +76,11 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
+from lostcities_cfr.baselines.ppo_arguments import (
+    policy_name,
+    refuse_lost_cities_options,
+    resolve_network,
+)
 from lostcities_cfr.baselines.ppo_math import (
     explained_variance,
     generalized_advantage_estimation,
@@ -87,6 +91,7 @@ from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.evaluation.arena import check_agent_rules
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game.lost_cities import LostCities, as_game
 from lostcities_cfr.game.protocol import Game
@@ -207,9 +212,9 @@ class PPO(pl.LightningModule):
         self.game = as_game(rules, "PPO")
         # Lost Cities' rules, for the parts only it has; None in another game.
         self.rules = self.game.rules if isinstance(self.game, LostCities) else None
-        self.network_config = _resolve_network(network)
+        self.network_config = resolve_network(network)
         if self.rules is None:
-            _refuse_lost_cities_options(
+            refuse_lost_cities_options(
                 self.game, self.network_config, bc_teacher, bc_iterations, opponent
             )
         check_exploitability_every("PPO", exploitability_every, self.rules or self.game)
@@ -297,7 +302,7 @@ class PPO(pl.LightningModule):
     ) -> Agent:
         """A batched agent playing the policy network's masked softmax (``None``: the same)."""
         return NetworkAgent(
-            self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=_policy_name(policy)
+            self.policy_net, masked_softmax, greedy=greedy, seed=seed, name=policy_name(policy)
         )
 
     def exact_policy(self, policy: str | None = None, greedy: bool = False) -> JointPolicy:
@@ -305,7 +310,7 @@ class PPO(pl.LightningModule):
         legal [n, A] -> probabilities [n, A]`` on the CPU, one network for both seats;
         ``greedy`` puts all the mass on the most probable action, as the greedy agent
         plays. What ``exploitability_every`` and ``nashconv --agent ckpt:PATH`` measure."""
-        _policy_name(policy)
+        policy_name(policy)
         probabilities = exact_policy(self.policy_net, (), "average", greedy)
         device, dtype = self.device, self.dtype
 
@@ -574,48 +579,3 @@ class PPO(pl.LightningModule):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Applied in on_train_start, once setup has made the generators on the device.
         self._resume_state = checkpoint.get(self.training_state_key)
-
-
-def _refuse_lost_cities_options(
-    game: Game,
-    network: NetworkConfig,
-    bc_teacher: str | None,
-    bc_iterations: int,
-    opponent: str | None,
-) -> None:
-    """Refuse, in one line naming the game, what only Lost Cities has."""
-    if bc_teacher is not None or bc_iterations:
-        field = f"bc_teacher={bc_teacher!r}" if bc_teacher else f"bc_iterations={bc_iterations}"
-        raise ConfigError(
-            f"PPO {field}: behaviour cloning copies a teacher agent, and agents play Lost "
-            f"Cities only; the game here is {game.name} (set bc_teacher: null and "
-            "bc_iterations: 0)"
-        )
-    if opponent is not None:
-        raise ConfigError(
-            f"PPO opponent={opponent!r}: a fixed opponent agent plays Lost Cities only; the "
-            f"game here is {game.name} (set opponent: null: self-play against the pool)"
-        )
-    if network.needs_rules:
-        raise ConfigError(
-            "PPO network: colour networks (architecture='colors', hidden_features) are for "
-            f"Lost Cities only; the game here is {game.name}"
-        )
-
-
-def _policy_name(policy: str | None) -> str:
-    """PPO's one policy's name, which ``None`` stands for; any other is refused."""
-    if policy not in (None, LEARNER):
-        raise ConfigError(f"PPO policy={policy!r}; its only policy is {LEARNER!r}")
-    return LEARNER
-
-
-def _resolve_network(network: str | NetworkConfig) -> NetworkConfig:
-    if isinstance(network, NetworkConfig):
-        return network
-    if isinstance(network, dict):
-        return NetworkConfig(**network)
-    try:
-        return NetworkConfig.preset(network)
-    except ConfigError as error:
-        raise ConfigError(f"PPO network: {error}") from None

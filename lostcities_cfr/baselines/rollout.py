@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from lostcities_cfr.agents import Agent
-from lostcities_cfr.arena import play_out
+from lostcities_cfr.evaluation.arena import play_out
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.game.lost_cities import as_game
 from lostcities_cfr.game.protocol import BatchedGames, Decide, Game
@@ -108,7 +108,7 @@ def play_games(batch: BatchedGames, decide: Decide, check: bool = True) -> torch
     ``decide`` gets the batch, the step and ``rows`` ([B] int64: each row's index in the
     original batch); finished games may stay in the batch with no legal action, and their
     entries are ignored. Lost Cities plays through the arena's own loop
-    (:func:`~lostcities_cfr.arena.play_out`: its rounds and these drop finished games
+    (:func:`~lostcities_cfr.evaluation.arena.play_out`: its rounds and these drop finished games
     alike, so a seed gives the same games), whose final scores give the returns (own minus
     other); any other game through the protocol's ``step``, ``done``, ``select`` and
     ``returns``.

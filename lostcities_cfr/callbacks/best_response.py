@@ -6,11 +6,11 @@ import time
 
 import pytorch_lightning as pl
 
-from lostcities_cfr.arena import EvaluationResult
 from lostcities_cfr.arguments import NonNegativeInt, PositiveInt, checked
 from lostcities_cfr.baselines.best_response import DEFAULT_NETWORK, measure, train_best_response
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.evaluation.arena import EvaluationResult
 from lostcities_cfr.training.evaluation import check_duplicate_games
 from lostcities_cfr.training.metrics import exploit_metrics
 

@@ -37,7 +37,7 @@ class PeriodicEvaluation(pl.Callback):
 
     Acts at the end of every ``every_n_iterations``-th CFR iteration and of the
     last one (``trainer.max_epochs``): for each policy and each opponent it runs
-    :func:`lostcities_cfr.arena.evaluate` (duplicate games, all of them batched)
+    :func:`lostcities_cfr.evaluation.arena.evaluate` (duplicate games, all of them batched)
     on the same deals every time (``seed``), so that a curve compares
     iterations on equal cards. Only global rank zero plays; the networks are
     the same on every rank.

@@ -20,7 +20,7 @@ class InterruptGuard(TraversalCallback):
     Python turns SIGINT into a KeyboardInterrupt wherever the main thread happens to be. Raised
     inside a finaliser (an object's ``__del__``, a weakref callback, run by the garbage
     collector at any moment) it is printed as "Exception ignored" and dropped, and the run
-    goes on as if the user had not asked it to stop: ``scripts/reliability.py`` saw one run in
+    goes on as if the user had not asked it to stop: ``scripts/tools/reliability.py`` saw one run in
     thirteen keep training for minutes after its Ctrl-C. This guard's handler remembers each
     SIGINT before raising it as usual; a training step that starts with one remembered raises
     it again, as does the end of a traversal epoch, so Lightning's graceful shutdown (and

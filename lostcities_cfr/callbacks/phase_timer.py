@@ -73,7 +73,7 @@ class PhaseTimer(TraversalCallback):
     - ``time/iteration_s``: the iteration's wall-clock, evaluation included;
     - ``time/elapsed_s``: seconds since training started, at the iteration's end
       (a resumed run continues the clock where its checkpoint left it), the
-      x-axis of learning curves against wall-clock (``scripts/strength_curves.py``);
+      x-axis of learning curves against wall-clock (``scripts/tools/strength_curves.py``);
     - ``time/eval_s``: this iteration's :class:`PeriodicEvaluation` and
       :class:`BestCheckpoint` time (0 when none ran);
     - ``time/<phase>_share`` for each phase the model times (``DeepCFR``:

@@ -21,7 +21,7 @@ the share of one hidden card; dealing ``k`` cards without replacement by these w
 a hand a little flatter than those shares (a reason sharper weights were tried,
 ``docs/search.md``).
 
-``scripts/train_belief.py`` collects the positions, trains and saves the network, and
+``scripts/tools/train_belief.py`` collects the positions, trains and saves the network, and
 ``search:BASE:belief=PATH`` searches with it. Measured (``docs/search.md``): a belief of the
 information state alone deals more of the hidden cards right, and the search over ``best``
 wins no more with it; the project ships none.
@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 from lostcities_cfr.agents.base import Agent
-from lostcities_cfr.arena import play_out
 from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.evaluation.arena import play_out
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import feature_blocks, feature_size
 from lostcities_cfr.game.rules import Rules
@@ -185,7 +185,9 @@ def load_belief(path: str | Path) -> BeliefNet:
     """
     path = Path(path)
     if not path.is_file():
-        raise AgentSpecError(f"belief={path}: no such file (scripts/train_belief.py makes one)")
+        raise AgentSpecError(
+            f"belief={path}: no such file (scripts/tools/train_belief.py makes one)"
+        )
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True)
         net = BeliefNet(Rules(**saved["rules"]), saved["width"], saved["depth"])

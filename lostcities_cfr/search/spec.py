@@ -43,7 +43,7 @@ SEARCH_OPTIONS = {
     "utility": "points (score difference, default) or wins (+1, 0, -1; full rollouts only)",
     "chunk": "rollouts played in one lockstep batch (default 1024)",
     "belief": "PATH of a learned belief over the opponent's hand that weighs the worlds "
-    "(scripts/train_belief.py makes one; default: uniform worlds)",
+    "(scripts/tools/train_belief.py makes one; default: uniform worlds)",
 }
 # candidates where the base offers its probabilities (SearchAgent's own default is every
 # legal action, which any base allows)

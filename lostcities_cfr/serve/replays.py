@@ -16,11 +16,11 @@ from pathlib import Path
 
 from lostcities_cfr.agents import Agent, agent_from_spec, explain_actions
 from lostcities_cfr.agents.base import Explainer
-from lostcities_cfr.arena import check_agent_rules
 from lostcities_cfr.errors import LostCitiesError, ReplayError, RequestError
+from lostcities_cfr.evaluation.arena import check_agent_rules
+from lostcities_cfr.evaluation.recording import GameRecord, read_records, replay_states
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.reference import GameState
-from lostcities_cfr.recording import GameRecord, read_records, replay_states
 from lostcities_cfr.serve import views
 
 UNSAFE_KINDS = ("py",)  # spec kinds that run code named by the file

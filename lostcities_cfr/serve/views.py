@@ -2,7 +2,7 @@
 
 Plain dicts of ints, floats and strings built from reference-engine states, shared by the
 person's games (``matches.py``) and the replays (``replays.py``). Card and move names are
-the terminal game's (``play.py``), scores are the rules page's (``docs/rules.md``).
+the terminal game's (both read ``game/text.py``), scores are the rules page's (``docs/rules.md``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 from lostcities_cfr.game.reference import GameState, expedition_score
 from lostcities_cfr.game.rules import COLOR_NAMES, Rules
-from lostcities_cfr.play import explain_expedition, move_label
+from lostcities_cfr.game.text import explain_expedition, move_label
 
 TOP_ACTIONS = 5  # actions shown of an agent's reasoning (the chosen one is always among them)
 

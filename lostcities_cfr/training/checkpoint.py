@@ -46,8 +46,8 @@ from pytorch_lightning.cli import instantiate_module
 
 from lostcities_cfr.agents import Agent, expect_arguments, register_agent_kind
 from lostcities_cfr.agents.specs import BEST_HELP, BEST_USAGE, CKPT_HELP, CKPT_USAGE
-from lostcities_cfr.arena import describe_rules, plays_rules
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
+from lostcities_cfr.evaluation.arena import describe_rules, plays_rules
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game.protocol import Game
 

@@ -21,11 +21,11 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from lostcities_cfr.agents import Agent, agent_from_spec
-from lostcities_cfr.arena import EvaluationResult, evaluate
 from lostcities_cfr.cfr.exploitability import check_exact, exact_nash_conv
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.evaluation.arena import EvaluationResult, evaluate
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game.protocol import Game
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lostcities_cfr.arena import EvaluationResult, Outcome
+from lostcities_cfr.evaluation.arena import EvaluationResult, Outcome
 
 ITERATION = "iteration"  # the x-axis of every chart
 LIGHTNING_COLUMNS = ("epoch", "step")  # what Lightning's loggers add to every row

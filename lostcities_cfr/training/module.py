@@ -41,7 +41,6 @@ from pytorch_lightning.utilities.warnings import PossibleUserWarning
 from torch import nn
 
 from lostcities_cfr.agents import Agent, agent_from_spec
-from lostcities_cfr.arena import EvaluationResult
 from lostcities_cfr.arguments import (
     NonNegativeFloat,
     NonNegativeInt,
@@ -69,6 +68,7 @@ from lostcities_cfr.cfr.traversal import (
     Sampler,
 )
 from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.evaluation.arena import EvaluationResult
 from lostcities_cfr.game import Rules
 from lostcities_cfr.game.lost_cities import LostCities, as_game
 from lostcities_cfr.game.protocol import Game

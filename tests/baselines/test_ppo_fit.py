@@ -13,10 +13,10 @@ import torch
 import yaml
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.baselines import PPO
-from lostcities_cfr.cli import main
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.commands import main
+from lostcities_cfr.commands.fit import run
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.checkpoint import (

@@ -12,7 +12,6 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
-from lostcities_cfr import nashconv_cli
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.baselines.ppo_math import decision_index, order_in_game
@@ -21,7 +20,8 @@ from lostcities_cfr.callbacks import PeriodicEvaluation
 from lostcities_cfr.cfr.exploitability import nash_conv
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
-from lostcities_cfr.cli import main
+from lostcities_cfr.commands import main
+from lostcities_cfr.commands import nashconv as nashconv_cli
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game.lost_cities import LostCities
 from lostcities_cfr.game.poker import KuhnPoker, LeducPoker

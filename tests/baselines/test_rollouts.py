@@ -6,10 +6,10 @@ import torch
 
 import lostcities_cfr.baselines.rollout as rollout_module
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import play_out
 from lostcities_cfr.baselines.behaviour_cloning import teacher_games
 from lostcities_cfr.baselines.rollout import LEARNER, learner_rollout
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
+from lostcities_cfr.evaluation.arena import play_out
 from lostcities_cfr.game import GameBatch, Rules, feature_size
 from lostcities_cfr.inference import InferenceQueue
 

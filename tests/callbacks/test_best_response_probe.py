@@ -8,8 +8,8 @@ from tiny_runs import fit, read_csv_metrics, tiny_cli_model, tiny_model
 
 from lostcities_cfr.callbacks import BestResponseProbe
 from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.commands.fit import run
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.fit_cli import run
 from lostcities_cfr.training import metrics
 
 SMALL = {"iterations": 25, "games_per_rollout": 64, "games": 200, "network": NetworkConfig(32, 2)}

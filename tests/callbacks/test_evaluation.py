@@ -3,10 +3,10 @@ import torch
 from tiny_runs import fit, read_csv_metrics, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.callbacks import PeriodicEvaluation
 from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS
 from lostcities_cfr.errors import AgentSpecError, ConfigError
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.training.metrics import eval_prefix
 
 # Greedy policies against deterministic opponents: the results depend on the weights and the

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES, tiny_cli_model
 
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.commands.fit import run
 
 STACKS = Path(__file__).parents[2] / "callbacks"
 TINY = {

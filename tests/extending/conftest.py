@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 
 from extending_config import user_config
 
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.commands.fit import run
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import torch
 from my_extensions import LowestActionAgent
 
 from lostcities_cfr import agent_from_spec, evaluate
-from lostcities_cfr.evaluate_cli import main as evaluate_main
+from lostcities_cfr.commands.evaluate import main as evaluate_main
 from lostcities_cfr.game import GameBatch, Rules
 
 SPEC = "py:my_extensions:LowestActionAgent"

@@ -8,9 +8,9 @@ import torch
 from my_extensions import TwoLayerNet
 from torch import nn
 
+from lostcities_cfr.commands.evaluate import main as evaluate_main
+from lostcities_cfr.commands.fit import run
 from lostcities_cfr.errors import CheckpointError, ConfigError
-from lostcities_cfr.evaluate_cli import main as evaluate_main
-from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game import Rules, feature_size
 from lostcities_cfr.training import DeepCFR, checkpoint, load_agent, load_model
 

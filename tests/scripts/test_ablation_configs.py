@@ -1,4 +1,4 @@
-"""scripts/ablation_configs.py: the recipe with one ingredient off, each config a working run."""
+"""scripts/tools/ablation_configs.py: the recipe with one ingredient off, each config a working run."""
 
 import sys
 
@@ -10,7 +10,7 @@ from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.color_network import ColorNet
 from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.cfr.networks import HiddenFeatures
-from lostcities_cfr.fit_cli import build_cli
+from lostcities_cfr.commands.fit import build_cli
 from lostcities_cfr.training import DeepCFR
 
 

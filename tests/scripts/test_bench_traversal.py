@@ -1,4 +1,4 @@
-"""``scripts/bench_traversal.py``: the command docs/performance.md quotes runs and prints its
+"""``scripts/bench/bench_traversal.py``: the command docs/performance.md quotes runs and prints its
 figures (on a few traversals: the figures are the benchmark's, not the test's)."""
 
 from __future__ import annotations

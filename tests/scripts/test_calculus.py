@@ -1,4 +1,4 @@
-"""``scripts/calculus.py`` end to end on its smoke work: every row of the issue, measured or
+"""``scripts/bench/calculus.py`` end to end on its smoke work: every row of the issue, measured or
 marked, and no figure where nothing was measured."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "calculus.py"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "bench" / "calculus.py"
 CHAIN = ["today", "batched", "1024x6", "dense_eval", "compile"]
 EXTRAS = [
     "tensorrt",

@@ -1,4 +1,4 @@
-"""scripts/clone_accuracy.py: networks fitted to a teacher's moves, scored on held-out games."""
+"""scripts/tools/clone_accuracy.py: networks fitted to a teacher's moves, scored on held-out games."""
 
 import json
 import sys

@@ -1,4 +1,4 @@
-"""``scripts/openspiel_side_by_side.py --quick``: every contestant trains in its own worker
+"""``scripts/tools/openspiel_side_by_side.py --quick``: every contestant trains in its own worker
 process on Kuhn poker, and the JSON, the table and both PNGs come out."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``scripts/search_table.py``: matches and timings of agents, a table, JSON, a plot, and the
+"""``scripts/tools/search_table.py``: matches and timings of agents, a table, JSON, a plot, and the
 same from saved JSON."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``scripts/strength_curves.py``: evaluation points placed at the run's clock, a resumed
+"""``scripts/tools/strength_curves.py``: evaluation points placed at the run's clock, a resumed
 run's versions merged, a table and a PNG."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""scripts/tiny_best_response.py: the heuristic as a feature policy, and (slow) the learned
+"""scripts/tools/tiny_best_response.py: the heuristic as a feature policy, and (slow) the learned
 best response within 10% of the exact one for each fixed strategy on tiny rules."""
 
 import pytest

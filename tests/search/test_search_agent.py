@@ -11,9 +11,9 @@ from search_positions import CLASSIC, random_positions
 from torch import nn
 
 from lostcities_cfr.agents import DiscardOnlyAgent, HeuristicAgent, RandomAgent, agent_from_spec
+from lostcities_cfr.commands.play import main as play_main
 from lostcities_cfr.errors import AgentSpecError
 from lostcities_cfr.game import GameBatch, GameState
-from lostcities_cfr.play import main as play_main
 from lostcities_cfr.search import Rollouts, SearchAgent, StateValue
 from lostcities_cfr.search.agent import _better_half
 from lostcities_cfr.search.belief import BeliefNet, save_belief

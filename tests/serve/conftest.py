@@ -6,9 +6,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
+from lostcities_cfr.evaluation.arena import evaluate
+from lostcities_cfr.evaluation.recording import GameRecorder, write_records
 from lostcities_cfr.game import Rules
-from lostcities_cfr.recording import GameRecorder, write_records
 from lostcities_cfr.serve.app import create_app
 from lostcities_cfr.serve.replays import ReplayLibrary
 

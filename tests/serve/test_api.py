@@ -14,8 +14,8 @@ from torch import nn
 from lostcities_cfr.agents import HeuristicAgent, NetworkAgent, agent_from_spec
 from lostcities_cfr.cfr import regret_matching
 from lostcities_cfr.errors import RequestError
+from lostcities_cfr.evaluation.recording import read_records, replay_states
 from lostcities_cfr.game import GameBatch, GameState, Rules, feature_size
-from lostcities_cfr.recording import read_records, replay_states
 from lostcities_cfr.serve.app import COOKIE, create_app
 from lostcities_cfr.serve.matches import Match, Sessions
 from lostcities_cfr.serve.replays import ReplayLibrary

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from lostcities_cfr.cli import main as cli_main
-from lostcities_cfr.serve import cli
+from lostcities_cfr.commands import main as cli_main
+from lostcities_cfr.commands import serve as cli
 
 
 @pytest.fixture

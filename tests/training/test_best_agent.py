@@ -10,11 +10,11 @@ import torch
 import yaml
 from tiny_training import seeded_play_under_two_global_seeds
 
-from lostcities_cfr import play
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr import NetworkConfig
+from lostcities_cfr.commands import play
 from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.training.checkpoint import BEST_AGENT
 

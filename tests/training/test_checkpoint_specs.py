@@ -12,10 +12,10 @@ import torch
 from tiny_training import CKPT_SUFFIXES, positions
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import describe_rules
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import PolicyMLP
 from lostcities_cfr.errors import AgentSpecError, CheckpointError
+from lostcities_cfr.evaluation.arena import describe_rules
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training import checkpoint as checkpoint_module

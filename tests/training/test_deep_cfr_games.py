@@ -12,8 +12,8 @@ from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.cfr.exploitability import nash_conv
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.cfr.regret_matching import uniform_strategy
+from lostcities_cfr.commands.fit import run
 from lostcities_cfr.errors import ConfigError
-from lostcities_cfr.fit_cli import run
 from lostcities_cfr.game.poker import KuhnPoker, LeducPoker
 from lostcities_cfr.training import DeepCFR, load_model
 

@@ -11,8 +11,8 @@ import torch
 from tiny_training import tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.training.evaluation import (
     PolicyModel,
     check_policies,

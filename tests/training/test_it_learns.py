@@ -11,12 +11,12 @@ import torch
 from tiny_training import fit, tiny_model
 
 from lostcities_cfr.agents import RandomAgent
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
 from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
 

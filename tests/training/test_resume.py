@@ -1,4 +1,4 @@
-"""Runs that cannot mislead (``lostcities_cfr.runs`` through ``fit``): a resume runs what its
+"""Runs that cannot mislead (``lostcities_cfr.training.runs`` through ``fit``): a resume runs what its
 command line says or stops naming the field; one folder holds one run and ``last.ckpt`` is
 always its newest checkpoint; bad checkpoints and bad values stop before any work with one
 line; a loss or a row that turns non-finite stops the run and keeps the last checkpoint."""
@@ -11,8 +11,8 @@ import pytest
 import torch
 import yaml
 
-from lostcities_cfr import runs
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.commands.fit import run
+from lostcities_cfr.training import runs
 
 
 def fit(config: Path, *args: str):

@@ -15,7 +15,7 @@ import torch
 from tiny_training import cli_subprocess
 
 from lostcities_cfr.callbacks import BestCheckpoint
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.commands.fit import run
 from lostcities_cfr.training import load_model
 from lostcities_cfr.training.checkpoint import cut_iteration, read_checkpoint, trained_iterations
 from lostcities_cfr.training.evaluation import evaluate_policy

@@ -8,9 +8,9 @@ import torch
 from tiny_training import fit, one_thread, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.errors import AgentSpecError
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import GameBatch, Rules
 from lostcities_cfr.search import SearchAgent
 

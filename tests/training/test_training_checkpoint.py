@@ -17,14 +17,15 @@ import torch
 from run_probes import BufferProbe
 from tiny_training import CKPT_SUFFIXES, TINY_MODEL, cli_subprocess, fit, positions, tiny_model
 
-from lostcities_cfr import evaluate_cli, play
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.arguments import ClosedUnitInterval, PositiveInt
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.commands import evaluate as evaluate_cli
+from lostcities_cfr.commands import play
+from lostcities_cfr.commands.fit import run
 from lostcities_cfr.errors import LostCitiesError
-from lostcities_cfr.fit_cli import run
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import Rules
 from lostcities_cfr.training import DeepCFR
 from lostcities_cfr.training import checkpoint as checkpoint_module

@@ -13,8 +13,8 @@ from pytorch_lightning.callbacks import Timer
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.callbacks import BestCheckpoint
 from lostcities_cfr.callbacks.run_checkpoint import FINAL_FILE
-from lostcities_cfr.cli import main
-from lostcities_cfr.fit_cli import build_cli, run
+from lostcities_cfr.commands import main
+from lostcities_cfr.commands.fit import build_cli, run
 from lostcities_cfr.training import DeepCFR, load_model
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))

@@ -10,11 +10,11 @@ import torch
 from tiny_training import fit, tiny_model
 
 from lostcities_cfr.agents import agent_from_spec
-from lostcities_cfr.arena import evaluate
 from lostcities_cfr.cfr.baseline_outcome_sampling import BaselineOutcomeSampling
 from lostcities_cfr.cfr.escher import ESCHERSampling
 from lostcities_cfr.cfr.networks import NetworkConfig
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.evaluation.arena import evaluate
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.encoding import history_feature_size
 from lostcities_cfr.training.agents import SnapshotAgent

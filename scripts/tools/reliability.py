@@ -1,0 +1,533 @@
+"""Every bad input and fault of ``docs/reliability.md``, replayed: what a user sees, what is lost.
+
+Builds its fixtures in a fresh folder (a finished two-iteration tiny run, copies of it,
+damaged and crafted checkpoints), runs every case's command there as a new process, as a
+user would, and prints one row per case: the command, its exit status, the line the user
+reads, whether a traceback appeared, and what became of the runs' checkpoints (the iteration
+each ``last.ckpt`` holds, before and after). A case that is not a bad input (a resume with
+overrides, a run killed and resumed) shows the line that proves it did what it says.
+
+    python scripts/tools/reliability.py                  # the markdown table of docs/reliability.md
+    python scripts/tools/reliability.py --json           # the same rows for machines
+    python scripts/tools/reliability.py --keep DIR       # keep the fixtures in DIR to replay by hand
+
+It takes a few minutes on two cores (each case starts Python and imports Lightning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import yaml
+
+# The training tests' tiny run (tiny rules, 32x2 networks, CSV logs), in the folder "run".
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "training"))
+from tiny_training import tiny_config
+
+from lostcities_cfr.callbacks.run_checkpoint import FINAL_FILE
+from lostcities_cfr.training.checkpoint import read_checkpoint, trained_iterations
+
+TINY_CONFIG = tiny_config(Path("run"), max_epochs=2)
+
+
+def folder(name: str) -> list[str]:
+    """Overrides that put a run of tiny.yaml in ``name`` (its checkpoints and its logs)."""
+    return ["--trainer.default_root_dir", name, "--trainer.logger.init_args.save_dir", name]
+
+
+@dataclass
+class Case:
+    """One row: ``python -m lostcities_cfr ARGS`` (with ``stdin``), run in the fixtures.
+
+    ``shows`` picks the line the row quotes from the output of a case that succeeds;
+    ``kill`` sends that signal once the run has written its first checkpoint.
+    """
+
+    what: str
+    args: list[str]
+    stdin: str | None = None
+    shows: str | None = None
+    kill: signal.Signals | None = None
+    env: dict[str, str] | None = None  # added to the environment; TAKEN_PORT: a port in use
+
+
+FIT = ["fit", "--config", "tiny.yaml"]
+# configs/kuhn_deep_cfr.yaml in the folder "kuhn", two iterations, CSV logs only
+KUHN = ["fit", "--config", "kuhn.yaml"]
+WALKERS_16 = ["--model.sampler.init_args.walkers", "16"]
+EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.002"]
+# Two DDP ranks with reservoirs of 64 rows, which fill at once (rows that stand for several)
+DDP = ["--trainer.devices", "2", "--trainer.strategy", "ddp"]
+DDP += ["--model.advantage_buffer_size", "64"]
+TAKEN_PORT = "<a port another process listens on>"
+# The training tests' callbacks (run_probes.KillRankAt) for the runs to import.
+PROBES = {"PYTHONPATH": "tests/training"}  # below the repository's root
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [
+    Case("a new run into a used folder", FIT),
+    Case(
+        "a resume that changes what made the checkpoint",
+        [*FIT, "--ckpt_path", "last", "--trainer.max_epochs", "3", "--model.network.width", "64"],
+    ),
+    Case(
+        "a resume with another seed and sampler",
+        [*FIT, "--ckpt_path", "last", "--seed_everything", "8", *WALKERS_16],
+    ),
+    Case(
+        "a resume that changes the evaluation and learning rate (honoured)",
+        [*FIT, *folder("resumable"), "--ckpt_path", "last", "--trainer.max_epochs", "3", *EVAL_LR],
+        shows=r"average vs discard-only",
+    ),
+    Case("--ckpt_path last with no checkpoint", [*FIT, *folder("fresh"), "--ckpt_path", "last"]),
+    Case(
+        "--ckpt_path last_if_present with no checkpoint (starts afresh)",
+        [*FIT, *folder("fresh"), "--ckpt_path", "last_if_present", "--trainer.max_epochs", "1"],
+        shows=r"average vs random: \d+ games",
+    ),
+    Case(
+        "--ckpt_path last whose file is gone",
+        [*FIT, *folder("dangling"), "--ckpt_path", "last", "--trainer.max_epochs", "3"],
+    ),
+    Case("--ckpt_path to no file", [*FIT, *folder("other"), "--ckpt_path", "nowhere.ckpt"]),
+    Case("--ckpt_path 'best' (no such checkpoint here)", [*FIT, "--ckpt_path", "best"]),
+    Case("a pickle-bomb checkpoint", [*FIT, *folder("other"), "--ckpt_path", "bomb.ckpt"]),
+    Case("a truncated checkpoint", [*FIT, *folder("other"), "--ckpt_path", "truncated.ckpt"]),
+    Case("a text file as checkpoint", [*FIT, *folder("other"), "--ckpt_path", "text.ckpt"]),
+    Case(
+        "a checkpoint with a NaN weight",
+        [*FIT, *folder("nan-run"), "--ckpt_path", "nan-weight.ckpt", "--trainer.max_epochs", "3"],
+    ),
+    Case(
+        "a checkpoint with an infinite reservoir row (a flipped bit)",
+        [*FIT, *folder("inf-run"), "--ckpt_path", "inf-row.ckpt", "--trainer.max_epochs", "3"],
+    ),
+    Case(
+        "a diverging learning rate (the loss turns NaN)",
+        [*FIT, *folder("diverging"), "--trainer.max_epochs", "4", "--model.learning_rate", "1e30"],
+    ),
+    Case("a save folder below a file", [*FIT, *folder("tiny.yaml/run")]),
+    Case("invalid rules", [*FIT, *folder("other"), "--model.rules", "{n_colors: 0}"]),
+    Case("unknown rules preset", [*FIT, *folder("other"), "--model.rules", "classik"]),
+    Case("a negative batch size", [*FIT, *folder("other"), "--model.batch_size", "-1"]),
+    Case(
+        "a learning rate that is no number",
+        [*FIT, *folder("other"), "--model.learning_rate", "abc"],
+    ),
+    Case(
+        "a sampler argument out of range",
+        [*FIT, *folder("other"), "--model.sampler.init_args.walkers", "0"],
+    ),
+    Case("negative max_epochs", [*FIT, *folder("other"), "--trainer.max_epochs", "-5"]),
+    Case("an unknown accelerator", [*FIT, *folder("other"), "--trainer.accelerator", "banana"]),
+    Case("zero devices", [*FIT, *folder("other"), "--trainer.devices", "0"]),
+    Case("zero threads", [*FIT, *folder("other"), "--threads", "0"]),
+    Case("unsafe loading asked for", [*FIT, *folder("other"), "--weights_only", "false"]),
+    Case(
+        "validate with another network than the checkpoint's",
+        ["validate", "--config", "tiny.yaml", "--ckpt_path", "last", "--model.network.width", "64"],
+    ),
+    Case(
+        "SIGKILL during a run",
+        [*FIT, *folder("killed"), "--trainer.max_epochs", "200"],
+        kill=signal.SIGKILL,
+    ),
+    Case(
+        "... then resumed",
+        [*FIT, *folder("killed"), "--ckpt_path", "last", "--trainer.max_epochs", "30"],
+        shows=r"average vs random: \d+ games",
+    ),
+    Case(
+        "a resume with max_epochs below the iterations run",
+        [*FIT, "--ckpt_path", "last", "--trainer.max_epochs", "1"],
+    ),
+    Case(
+        "SIGINT (Ctrl-C) during a run",
+        [*FIT, *folder("interrupted"), "--trainer.max_epochs", "100000"],
+        kill=signal.SIGINT,
+    ),
+    Case(
+        "a run ended by its time limit between two checkpoints",
+        [
+            *FIT,
+            *folder("timed"),
+            "--trainer.max_epochs",
+            "100000",
+            "--trainer.max_time",
+            "00:00:00:05",
+            "--checkpoint.every_n_epochs",
+            "1000",
+        ],
+        shows=r"Final evaluation of iteration",
+    ),
+    Case(
+        "a checkpoint of other rules (tiny) in a classic game",
+        ["evaluate", "--agent", "ckpt:run/checkpoints/last.ckpt"],
+    ),
+    Case(
+        "the same checkpoint under its own rules",
+        [
+            "evaluate",
+            "--agent",
+            "ckpt:run/checkpoints/last.ckpt",
+            "--rules",
+            "tiny",
+            "--games",
+            "20",
+        ],
+        shows=r"ckpt:run/checkpoints/last.ckpt vs random: 20 games",
+    ),
+    Case("a pickle-bomb checkpoint as an agent", ["evaluate", "--agent", "ckpt:bomb.ckpt"]),
+    Case("a truncated checkpoint as an agent", ["evaluate", "--agent", "ckpt:truncated.ckpt"]),
+    Case(
+        "a checkpoint with a NaN weight as an agent",
+        ["evaluate", "--agent", "ckpt:nan-weight.ckpt", "--rules", "tiny"],
+    ),
+    Case(
+        "a checkpoint naming a sampler class outside the package",
+        ["evaluate", "--agent", "ckpt:foreign-class.ckpt", "--rules", "tiny"],
+    ),
+    Case("a checkpoint path to no file", ["evaluate", "--agent", "ckpt:nowhere.ckpt"]),
+    Case(
+        "two policies in one spec",
+        ["evaluate", "--agent", "ckpt:run/checkpoints/last.ckpt:average:current"],
+    ),
+    Case("an unknown agent kind", ["evaluate", "--agent", "alphazero"]),
+    Case("zero games", ["evaluate", "--agent", "random", "--games", "0"]),
+    Case("a device that does not exist", ["evaluate", "--agent", "random", "--device", "banana"]),
+    Case("CUDA on a machine without it", ["evaluate", "--agent", "random", "--device", "cuda:3"]),
+    Case(
+        "play a checkpoint of other rules",
+        ["play", "--opponent", "ckpt:run/checkpoints/last.ckpt"],
+        stdin="1\n",
+    ),
+    Case(
+        "unparseable moves in play ('²', 'x', '0')",
+        ["play", "--opponent", "random", "--seed", "1"],
+        stdin="²\nx\n0\nq\n",
+        shows=r"'²' is not a move",
+    ),
+    Case("an unknown heuristic preset", ["play", "--opponent", "heuristic:reckless"], stdin="q\n"),
+    Case("report of a folder without metrics", ["report", "nowhere"]),
+    Case(
+        "report of a resumed run (two csv versions)",
+        ["report", "resumable"],
+        shows=r"^iterations",
+    ),
+    Case(
+        "a new folder for a run whose logger still logs into a used one",
+        [*FIT, "--trainer.default_root_dir", "moved-only"],
+    ),
+    Case(
+        "CUDA graphs for the updates on a CPU",
+        [*FIT, *folder("graphs"), "--model.update_graphs", "true"],
+    ),
+    Case(
+        "an unknown game",
+        [*FIT, *folder("poker"), "--model.rules", "lostcities_cfr.game.poker.NoPoker"],
+    ),
+    Case("nashconv of an unknown game", ["nashconv", "--agent", "uniform", "--game", "pokr"]),
+    Case(
+        "a Lost Cities-only network on poker",
+        [
+            *KUHN,
+            "--trainer.default_root_dir",
+            "kuhn-colors",
+            "--model.network.architecture",
+            "colors",
+        ],
+    ),
+    Case(
+        "a Lost Cities agent on poker",
+        ["nashconv", "--agent", "heuristic:cautious", "--game", "kuhn_poker"],
+    ),
+    Case(
+        "a checkpoint of one game measured on another",
+        ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt", "--game", "leduc_poker"],
+    ),
+    Case(
+        "a poker checkpoint in Lost Cities' arena",
+        ["evaluate", "--agent", "ckpt:kuhn/checkpoints/last.ckpt", "--games", "2"],
+    ),
+    Case(
+        "nashconv of the classic game (too large)",
+        ["nashconv", "--agent", "random", "--game", "classic"],
+    ),
+    Case(
+        "several hosts with no rendezvous in the environment",
+        [*FIT, *folder("nodes"), "--trainer.num_nodes", "2"],
+    ),
+    Case(
+        "a MASTER_PORT another process listens on",
+        [*FIT, *folder("port"), *DDP],
+        env={"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": TAKEN_PORT},
+    ),
+    Case(
+        "a DDP rank killed (SIGKILL) mid-run",
+        [
+            *FIT,
+            *folder("ddp"),
+            *DDP,
+            "--trainer.max_epochs",
+            "3",
+            "--trainer.callbacks+={class_path: run_probes.KillRankAt, init_args: {rank: 1, iteration: 3}}",
+        ],
+        env=PROBES,
+    ),
+    Case(
+        "... then resumed on its 2 ranks",
+        [*FIT, *folder("ddp"), *DDP, "--ckpt_path", "last", "--trainer.max_epochs", "3"],
+        shows=r"average vs random: \d+ games",
+    ),
+    Case(
+        "... or on 1 rank, its reservoirs full",
+        [
+            *FIT,
+            *folder("ddp"),
+            "--model.advantage_buffer_size",
+            "64",
+            "--ckpt_path",
+            "last",
+            "--trainer.max_epochs",
+            "4",
+        ],
+    ),
+    Case(
+        "nashconv of tiny Lost Cities (walked whole)",
+        ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt"],
+        shows=r"NashConv",
+    ),
+]
+
+
+def make_fixtures(work: Path) -> None:
+    """tiny.yaml, a finished run in ``run``, its copies and the damaged checkpoints."""
+    (work / "tiny.yaml").write_text(yaml.safe_dump(TINY_CONFIG))
+    done = subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", *FIT], cwd=work, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the fixture run failed:\n{done.stderr[-3000:]}")
+    kuhn = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "configs/kuhn_deep_cfr.yaml").read_text()
+    )
+    kuhn["trainer"].update(max_epochs=2, default_root_dir="kuhn", logger=False)
+    (work / "kuhn.yaml").write_text(yaml.safe_dump(kuhn))
+    done = subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", *KUHN], cwd=work, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the Kuhn fixture run failed:\n{done.stderr[-3000:]}")
+    for copy in ("resumable", "dangling"):
+        shutil.copytree(work / "run", work / copy, symlinks=True)
+    (work / "dangling" / "checkpoints" / "last.ckpt").resolve().unlink()
+    last = work / "run" / "checkpoints" / "last.ckpt"
+
+    class OpenOnLoad:  # unpickled unsafely, it would create the file code-ran
+        def __reduce__(self):
+            return (open, (str(work / "code-ran"), "w"))
+
+    torch.save({"state_dict": {}, "payload": OpenOnLoad()}, work / "bomb.ckpt")
+    data = last.read_bytes()
+    (work / "truncated.ckpt").write_bytes(data[: len(data) // 2])
+    (work / "text.ckpt").write_text("not a checkpoint\n")
+    checkpoint = torch.load(last, weights_only=True)
+    checkpoint["state_dict"]["strategy_net.head.bias"][0] = float("nan")
+    torch.save(checkpoint, work / "nan-weight.ckpt")
+    checkpoint = torch.load(last, weights_only=True)
+    checkpoint["deep_cfr"]["strategy_buffer"]["targets"][5, 3] = float("inf")
+    torch.save(checkpoint, work / "inf-row.ckpt")
+    checkpoint = torch.load(last, weights_only=True)
+    checkpoint["hyper_parameters"]["sampler"]["class_path"] = "my_samplers.MySampler"
+    torch.save(checkpoint, work / "foreign-class.ckpt")
+
+
+def last_iterations(work: Path) -> dict[str, int | str]:
+    """The iteration each run folder's last.ckpt holds ("unreadable" if it does not load)."""
+    found: dict[str, int | str] = {}
+    for last in sorted(work.glob("*/checkpoints/last.ckpt")):
+        try:
+            found[last.parent.parent.name] = trained_iterations(read_checkpoint(last))
+        except Exception:
+            found[last.parent.parent.name] = "unreadable" if last.exists() else "missing"
+    return found
+
+
+def run_case(case: Case, work: Path, taken_port: int) -> dict:
+    before = last_iterations(work)
+    command = [sys.executable, "-m", "lostcities_cfr", *case.args]
+    added = {k: str(taken_port) if v == TAKEN_PORT else v for k, v in (case.env or {}).items()}
+    if "PYTHONPATH" in added:
+        added["PYTHONPATH"] = str(ROOT / added["PYTHONPATH"])
+    env = {**os.environ, **added}
+    if case.kill is None:
+        done = subprocess.run(
+            command,
+            cwd=work,
+            input=case.stdin or "",
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+        status, output, err = done.returncode, done.stdout + done.stderr, done.stderr
+    else:
+        status, output, err = _killed(case, command, work)
+    after = last_iterations(work)
+    if case.shows is not None and status == 0:
+        seen = next((line for line in output.splitlines() if re.search(case.shows, line)), "")
+    else:
+        lines = [line.strip() for line in err.splitlines() if line.strip()]
+        # Our commands' one line, or jsonargparse's "error:" line with the reason after it.
+        marks = [i for i, line in enumerate(lines) if re.search(r"(^|: )error:", line)]
+        if marks:
+            at = marks[-1]
+            seen = " ".join(lines[at : at + 2]) if lines[at].endswith(":") else lines[at]
+        else:
+            seen = lines[-1] if lines else ""
+    changes = [
+        f"{name}: last.ckpt {before.get(name, 'none')} → {after.get(name, 'none')}"
+        for name in sorted(before.keys() | after.keys())
+        if before.get(name) != after.get(name)
+    ]
+    went_back = [
+        name
+        for name, iteration in before.items()
+        if not isinstance(after.get(name), int) or after[name] < iteration
+    ]
+    return {
+        "what": case.what,
+        "command": _shown(case),
+        "status": status,
+        "shows": seen.strip(),
+        "traceback": "Traceback (most recent call last)" in output,
+        "checkpoints": "; ".join(changes) or "unchanged",
+        "lost": ", ".join(went_back) or "nothing",
+    }
+
+
+def _killed(case: Case, command: list[str], work: Path) -> tuple[int, str, str]:
+    """Start the run, send ``case.kill`` once its first checkpoint exists, wait for it."""
+    run_dir = work / case.args[case.args.index("--trainer.default_root_dir") + 1]
+    process = subprocess.Popen(
+        command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 300
+    while not (run_dir / "checkpoints" / "last.ckpt").exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    process.send_signal(case.kill)
+    try:
+        out, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # a row that says so, rather than no table
+        process.kill()
+        out, err = process.communicate()
+        # What the run printed of the interrupt, if anything (an exception ignored in a
+        # finaliser, say), then the note that ends the row.
+        said = [line for line in err.splitlines() if "Interrupt" in line or "ignored" in line]
+        err += "\n" + " ".join(said[-2:]) + f" (still running 120 s after {case.kill.name}: killed)"
+    iteration = last_iterations(work).get(run_dir.name, "none")
+    final = run_dir / "checkpoints" / FINAL_FILE
+    networks = trained_iterations(read_checkpoint(final)) if final.is_file() else "none"
+    err += (
+        f"\n(after {case.kill.name}: last.ckpt holds iteration {iteration}, "
+        f"{FINAL_FILE} the networks of iteration {networks})"
+    )
+    return process.returncode, out + err, err
+
+
+def _shown(case: Case) -> str:
+    text = "python -m lostcities_cfr " + shlex.join(case.args)
+    if case.env:
+        text = " ".join(f"{k}={v}" for k, v in case.env.items()) + " " + text
+    if case.stdin is not None:
+        text = "printf '" + case.stdin.replace("\n", "\\n") + f"' | {text}"
+    if case.kill is not None:
+        text += f"  # {case.kill.name} after its first checkpoint"
+    return text
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| # | case | command | exit | what the user sees | traceback | last.ckpt (iteration) | lost |",
+        "|---:|---|---|---:|---|---|---|---|",
+    ]
+    for row in rows:
+        cells = [
+            str(row["case"]),
+            row["what"],
+            f"`{row['command']}`",
+            str(row["status"]),
+            row["shows"].replace("|", "\\|"),
+            "yes" if row["traceback"] else "no",
+            row["checkpoints"],
+            row["lost"],
+        ]
+        lines.append("| " + " | ".join(cell.replace("\n", " ") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON list instead")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="build the fixtures here, keep them"
+    )
+    parser.add_argument(
+        "--cases",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help=f"run only these cases, by their number in the table (1 to {len(CASES)})",
+    )
+    args = parser.parse_args()
+    numbers = args.cases or range(1, len(CASES) + 1)
+    unknown = [n for n in numbers if not 1 <= n <= len(CASES)]
+    if unknown:
+        parser.error(f"--cases {unknown[0]}: expected a case number from 1 to {len(CASES)}")
+    work = args.keep or Path(tempfile.mkdtemp(prefix="lostcities-reliability-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        make_fixtures(work)
+        with socket.socket() as taken:  # listened on for the case of a port in use
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            rows = [{"case": n, **run_case(CASES[n - 1], work, port)} for n in numbers]
+        if (work / "code-ran").exists():
+            rows.append(
+                {
+                    "case": 0,
+                    "what": "THE PICKLE BOMB RAN",
+                    "command": "",
+                    "status": "",
+                    "shows": "",
+                    "traceback": False,
+                    "checkpoints": "",
+                    "lost": "code ran",
+                }
+            )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(rows, indent=2, ensure_ascii=False) if args.json else markdown(rows))
+    tracebacks = sum(row["traceback"] for row in rows)
+    print(f"\n{len(rows)} cases, {tracebacks} with a traceback", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
