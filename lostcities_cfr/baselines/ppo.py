@@ -76,6 +76,7 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
+from lostcities_cfr.baselines.magnet import Magnet
 from lostcities_cfr.baselines.ppo_arguments import (
     policy_name,
     refuse_lost_cities_options,
@@ -161,6 +162,10 @@ class PPO(pl.LightningModule):
         opponent: agent spec of a fixed opponent (module docstring): every game is against
             it and ``opponent_groups``, ``latest_share``, ``snapshot_every`` and
             ``pool_size`` go unused; ``None``: self-play against the pool.
+        magnet_coef: magnetic mirror descent's pull towards its magnet, ``alpha`` of
+            :mod:`~lostcities_cfr.baselines.magnet` (the loss adds ``alpha KL(pi || rho)``);
+            0: plain PPO.
+        magnet_decay: how slowly the magnet follows the policy (once an iteration).
         exploitability_every: log the exact exploitability of the policy every this many
             iterations (``exploitability``, ``exploitability/vs_uniform``, ``nash_conv``, as
             ``DeepCFR`` logs them); 0 never. Games small enough to walk whole only (Kuhn,
@@ -199,6 +204,8 @@ class PPO(pl.LightningModule):
         bc_teacher: str | None = None,
         bc_iterations: NonNegativeInt = 0,
         opponent: str | None = None,
+        magnet_coef: NonNegativeFloat = 0.0,
+        magnet_decay: ClosedUnitInterval = 0.9,
         exploitability_every: NonNegativeInt = 0,
         seed: int = 0,
     ) -> None:
@@ -240,6 +247,7 @@ class PPO(pl.LightningModule):
         F, A = self.game.feature_size, self.game.n_actions
         self.policy_net = self.network_config.build(F, A, self.rules)
         self.value_net = self.network_config.build(F, 1, self.rules)
+        self.magnet = Magnet(self.policy_net, magnet_decay) if magnet_coef > 0 else None
         # Snapshots of earlier policies (state dicts) and the networks that play them; the
         # latter are not submodules, so checkpoints hold the pool once, as plain tensors.
         self.pool: list[dict[str, torch.Tensor]] = []
@@ -503,6 +511,9 @@ class PPO(pl.LightningModule):
                 "ppo/approx_kl": terms.approx_kl,
                 "ppo/clip_fraction": terms.clip_fraction,
             }
+            if self.magnet is not None:  # magnetic mirror descent
+                stats["mmd/magnet_kl"] = self.magnet.kl(logits, features, legal)
+                loss = loss + self.hparams.magnet_coef * stats["mmd/magnet_kl"]
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(loss)
@@ -518,6 +529,8 @@ class PPO(pl.LightningModule):
         self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
 
     def on_train_epoch_end(self) -> None:
+        if self.magnet is not None:
+            self.magnet.follow(self.policy_net)
         every = self.hparams.exploitability_every
         if every and self.iteration % every == 0:
             self.iteration_metrics.update(self.exploitability_metrics())

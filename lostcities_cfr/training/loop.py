@@ -7,7 +7,7 @@ Deep CFR's iteration ``t`` (``module.py`` states the algorithm) is one Lightning
    (:meth:`CFRIteration.traversal_epoch`); then, unless they are warm-started, the
    advantage networks are re-initialised.
 2. The epoch's steps are the **training epoch**: each step updates one network on a batch of
-   its reservoir (:meth:`CFRIteration.update_network`), the networks one after another
+   its reservoir (:meth:`CFRIteration.update_networks`), the networks one after another
    (:class:`~lostcities_cfr.training.updates.UpdateSchedule`); with ``alternate_updates``,
    player 1 traverses halfway, after player 0's network has trained.
 3. The last step reads the iteration's losses (a diverged run stops there, before its

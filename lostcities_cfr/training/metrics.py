@@ -206,6 +206,11 @@ METRICS: tuple[Metric, ...] = (
         "variance the value network explains",
     ),
     Metric(
+        ("mmd/magnet_kl",),
+        "`PPO` (`magnet_coef` above 0)",
+        "magnetic mirror descent: mean KL divergence from the policy to its magnet",
+    ),
+    Metric(
         ("loss/bc", "bc/accuracy"),
         "`PPO` (`bc_teacher`, first `bc_iterations`)",
         "behaviour cloning: cross-entropy to the teacher's moves, share of moves it would pick",

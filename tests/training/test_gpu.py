@@ -114,13 +114,13 @@ def test_graphed_updates_train_as_eager_ones_do_and_never_wait_for_the_device():
         model.batch_generator.set_state(start[2])
         model.hparams.update_graphs = graphs
         model.start_updates()
-        model.update_network("advantage_p0", optimizer)  # records the graphs when on
+        model.update_networks(["advantage_p0"], [(0, 5)])  # records the graphs when on
         torch.cuda.set_sync_debug_mode("warn")
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 for _ in range(4):
-                    model.update_network("advantage_p0", optimizer)
+                    model.update_networks(["advantage_p0"], [(0, 5)])
         finally:
             torch.cuda.set_sync_debug_mode("default")
         assert not [w for w in caught if "synchroniz" in str(w.message)], graphs
