@@ -8,6 +8,7 @@ import math
 import pytest
 import pytorch_lightning as pl
 import torch
+from test_ppo_games import train
 
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.baselines.magnet import Magnet, kl_divergence
@@ -53,15 +54,7 @@ def test_ppo_with_a_magnet_logs_its_kl_and_moves_the_magnet_each_iteration():
         magnet_decay=0.5,
     )
     initial = [p.clone() for p in model.magnet.net.parameters()]
-    trainer = pl.Trainer(
-        max_epochs=2,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(model)
+    train(model, 2)
     assert model.iteration_metrics["mmd/magnet_kl"] > 0 and metrics.documented("mmd/magnet_kl")
     now = model.magnet.net.parameters()
     assert all(not torch.equal(a, b) for a, b in zip(initial, now, strict=True))
