@@ -21,10 +21,11 @@ scaled by the square root of 16 (x4) and linearly (x16), and the GPU recipe's up
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import torch
-from tables import print_json, render
+from tables import render
 
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.training.checkpoint import load_model, read_checkpoint
@@ -122,7 +123,7 @@ def main() -> None:
         "rows": rows,
     }
     if args.json:
-        print_json(result)
+        print(json.dumps(result, indent=2))
         return
     print(
         f"{args.checkpoint}: {len(buffer)} rows, {len(buffer.held_out)} held out; "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import socket
 import statistics
@@ -31,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tables import print_json, render
+from tables import render
 
 LAYOUTS = {
     "1": "1 rank",
@@ -138,7 +139,7 @@ def main() -> None:
             results[layout] = figures(folder)
     base = results.get("1")
     if args.json:
-        print_json(results)
+        print(json.dumps(results, indent=2))
         return
     print(f"{args.config}, {args.iterations} iterations a layout; medians after the first")
     headers = (

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -49,7 +50,7 @@ from typing import NamedTuple
 import pytorch_lightning as pl
 import torch
 import torch._inductor.config
-from tables import print_json, render
+from tables import render
 from torch.profiler import ProfilerActivity, profile
 
 from lostcities_cfr.cfr.escher import ESCHERSampling
@@ -418,7 +419,7 @@ def main() -> None:
         model.queue.set_backend(args.networks[-1])
         result["breakdown"] = breakdown(model, min(args.walkers), args.device, args.engine[-1])
     if args.json:
-        print_json(result)
+        print(json.dumps(result, indent=2))
         return
     print(f"traversal steps, ESCHER on classic rules ({args.device}, {args.threads} thread(s))")
     headers = ("walk", "engine", "networks", "walkers", "steps", "ms/step", "ops/step")

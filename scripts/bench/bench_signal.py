@@ -26,12 +26,13 @@ samplers, value networks of ``--network``; random weights, or a trained checkpoi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import time
 
 import torch
-from tables import print_json, render
+from tables import render
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.cfr import BudgetedSampling, NetworkConfig, ReservoirBuffer, regret_matching
@@ -203,7 +204,7 @@ def main() -> None:
             "snr_seconds": time.perf_counter() - started,
         }
     if args.json:
-        print_json(report)
+        print(json.dumps(report, indent=2))
         return
     print(f"network {args.network}{' from ' + args.ckpt if args.ckpt else ' (random weights)'}")
     headers = ("sampler", "rows/s", "x budgeted", "nodes/row", "signal", "noise", "SNR")

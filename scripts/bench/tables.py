@@ -1,13 +1,11 @@
-"""What the benchmarks print: their figures as JSON for machines, or as a table for people.
+"""The benchmarks' tables for people (``--json`` prints their figures whole instead).
 
-Every benchmark here ends the same way: ``--json`` prints the figures whole, otherwise an
-aligned table (or markdown with ``markdown=True``, for docs/performance.md) whose first
+An aligned table, or markdown with ``markdown=True`` for docs/performance.md: the first
 column is the row's name, left-aligned, and the figures right-aligned.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 
@@ -28,8 +26,3 @@ def render(
         ).rstrip()
         for cells in [headers, *lines]
     )
-
-
-def print_json(figures: object) -> None:
-    """The figures as indented JSON on stdout (``--json``)."""
-    print(json.dumps(figures, indent=2))
