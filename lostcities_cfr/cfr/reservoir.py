@@ -236,6 +236,17 @@ class ReservoirBuffer:
         ):
             storage.index_copy_(0, slots, values)
 
+    def clear(self) -> None:
+        """Forget every row (held-out ones too): the next :meth:`add` starts an empty buffer.
+
+        For rows that are only valid within one iteration (bootstrapped cumulative regrets,
+        :mod:`~lostcities_cfr.cfr.cumulative_regret`); the storage is kept and overwritten.
+        """
+        self._seen.zero_()
+        self._known_filled = False
+        if self.held_out is not None:
+            self.held_out.clear()
+
     def check_finite(self) -> None:
         """Raise :class:`~lostcities_cfr.errors.NonFiniteError` if any row offered so far
         had a target that was not finite once stored (it was refused, so the buffer holds

@@ -182,7 +182,8 @@ class DeepCFRCLI(LightningCLI):
         model_class = checkpoint.get(MODEL_CLASS_KEY, DEFAULT_MODEL_CLASS)
         # jsonargparse may shorten the class path (lostcities_cfr.DeepCFR): compare classes
         module, _, name = config.model.class_path.rpartition(".")
-        trained = class_path(getattr(import_module(module), name))
+        model = getattr(import_module(module), name)
+        trained = class_path(model)
         if model_class != trained:
             raise ConfigError(
                 f"ckpt_path={resume}: a checkpoint of {model_class}; this command trains {trained}"
@@ -194,7 +195,7 @@ class DeepCFRCLI(LightningCLI):
         wanted = yaml.safe_load(dump)[subcommand]["model"]["init_args"]
         # The classes this command's own config names are imported already.
         saved = hyperparameters(checkpoint, resume, allowed=class_paths(wanted))
-        runs.check_resumable(saved, wanted, resume)
+        runs.check_resumable(runs.with_added_defaults(saved, model), wanted, resume)
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config

@@ -25,12 +25,14 @@ inference queue, the sampler) and its hyperparameters.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
 import pytorch_lightning as pl
 import torch
 
+from lostcities_cfr.cfr.cumulative_regret import bootstrap_targets
 from lostcities_cfr.cfr.networks import masked_softmax, reinitialise
 from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.traversal import (
@@ -145,10 +147,23 @@ class CFRIteration:
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
         n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
+        cumulative = self.hparams.regret_targets == "cumulative"
         with torch.no_grad():
+            if cumulative:  # the buffers hold one iteration's rows (cfr/cumulative_regret.py)
+                for p in players:
+                    self.advantage_buffers[p].clear()
             stats = [
                 self.sampler.traverse(self.traversal_context(p), n_traversals) for p in players
             ]
+        if cumulative:  # before the networks that predict R_{T-1} are retrained
+            alpha = self.hparams.discount_alpha
+            for p in players:
+                bootstrap_targets(
+                    self.advantage_buffers[p],
+                    self.advantage_nets[p],
+                    self.iteration,
+                    1.5 if alpha is None else alpha,
+                )
         for buffer in self.row_buffers().values():
             buffer.check_finite()  # rows refused for non-finite targets stop the run here
         self._epoch_stats = total = sum(stats, self._epoch_stats)
@@ -236,7 +251,10 @@ class CFRIteration:
         if network == self.value_name:
             # The value buffer keeps the newest rows only: they weigh alike.
             return advantage_loss, 0.0
-        return advantage_loss, self.hparams.weight_exponent
+        loss = advantage_loss
+        if self.hparams.predictive:  # this iteration's rows count twice (losses.py)
+            loss = functools.partial(advantage_loss, newest=self.iteration)
+        return loss, self.hparams.weight_exponent
 
     def update_networks(self, names: Sequence[str], positions: Sequence[tuple[int, int]]) -> None:
         """One optimizer step of each network of ``names`` (its ``(k, n)`` update of the

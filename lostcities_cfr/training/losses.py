@@ -8,6 +8,12 @@ Minimization", AAAI 2019) weights iteration ``t`` by ``t``: the regrets and the 
 strategy then forget early, poor iterations faster. Here a row from iteration ``t`` weighs
 ``t ** exponent`` (1 is linear CFR, 0 the uniform average of vanilla CFR).
 
+Predictive CFR (Farina, Kroer & Sandholm, "Faster Game Solving via Predictive Blackwell
+Approachability", AAAI 2021) plays regret matching on the cumulative regret plus a prediction
+of the next instantaneous regret, the last one: ``R_T + w_{T+1} r_T``. A network fitting the
+weighted mean fits that sum, up to a positive factor regret matching ignores, when the rows
+of the newest iteration ``T`` weigh ``T ** exponent + (T + 1) ** exponent`` (``newest=T``).
+
 Weights are normalised to sum to 1 over each batch: only their ratios matter to the
 minimiser, and normalising keeps a loss on the same scale at iteration 1000 as at iteration 1,
 so the learning rate and gradient clipping mean the same thing throughout a run.
@@ -18,12 +24,18 @@ from __future__ import annotations
 import torch
 
 
-def iteration_weights(iteration: torch.Tensor, exponent: float) -> torch.Tensor:
-    """Per-row weights [n] float32, proportional to ``iteration ** exponent``, summing to 1.
+def iteration_weights(
+    iteration: torch.Tensor, exponent: float, newest: int | None = None
+) -> torch.Tensor:
+    """Per-row weights [n] float32, proportional to ``iteration ** exponent``, summing to 1;
+    with ``newest``, that iteration's rows weigh ``(newest + 1) ** exponent`` more (predictive
+    CFR's prediction).
 
     ``iteration`` [n] holds the (1-based) CFR iteration of each row.
     """
     weights = iteration.float().pow(exponent)
+    if newest is not None:
+        weights = weights + (iteration == newest) * float(newest + 1) ** exponent
     return weights / weights.sum()
 
 
@@ -33,6 +45,7 @@ def advantage_loss(
     regrets: torch.Tensor,  # [n, A] sampled instantaneous regrets, 0 on illegal actions
     iteration: torch.Tensor,  # [n] int
     exponent: float = 1.0,
+    newest: int | None = None,
 ) -> torch.Tensor:
     """Weighted mean over rows of the squared error summed over the legal actions.
 
@@ -40,7 +53,7 @@ def advantage_loss(
     illegal actions carry no target and no gradient.
     """
     squared = torch.where(legal, (outputs.float() - regrets) ** 2, 0.0).sum(dim=-1)  # [n]
-    return (iteration_weights(iteration, exponent) * squared).sum()
+    return (iteration_weights(iteration, exponent, newest) * squared).sum()
 
 
 def strategy_loss(

@@ -80,6 +80,10 @@ from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.agents import POLICIES, exact_policy, policy_agent
+from lostcities_cfr.training.deep_cfr_arguments import (
+    check_regret_options,
+    refuse_lost_cities_options,
+)
 from lostcities_cfr.training.evaluation import (
     check_exploitability_every,
     deployed_policy,
@@ -132,6 +136,15 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         average_exponent: the average strategy's iteration weights, ``t ** average_exponent``
             (the strategy network's rows and SD-CFR's average; DCFR's gamma, 2 in the
             paper); None: ``weight_exponent``.
+        predictive: the rows of the newest iteration weigh twice (``t ** weight_exponent``
+            and ``(t + 1) ** weight_exponent``): regret matching then plays the regret plus
+            its prediction, the last regret (predictive CFR, Farina et al. 2021; ``losses.py``).
+        regret_targets: what the advantage networks fit: ``sampled``, every iteration's
+            regret rows (Deep CFR), or ``cumulative``, this iteration's rows with the last
+            network's discounted positive regret added (Deep DCFR+, Xu et al. 2024;
+            ``cfr/cumulative_regret.py``): the advantage reservoirs then hold one iteration.
+        discount_alpha: DCFR's alpha of ``cumulative`` targets (``.inf``: CFR+'s flooring
+            alone); None: 1.5, the paper's.
         learning_rate_schedule: each iteration's learning rate: ``constant``, or ``cosine``
             from ``learning_rate`` down to 0 over each network's updates of the iteration, so
             that a network ends its iteration near the weighted mean of its targets rather than
@@ -207,6 +220,9 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         gradient_clip: NonNegativeFloat = 1.0,
         weight_exponent: NonNegativeFloat = 1.0,
         average_exponent: NonNegativeFloat | None = None,
+        predictive: bool = False,
+        regret_targets: Literal["sampled", "cumulative"] = "sampled",
+        discount_alpha: NonNegativeFloat | None = None,
         learning_rate_schedule: Literal["constant", "cosine"] = "constant",
         inference_buckets: Sequence[PositiveInt] | None = (64, 256, 1024, 4096),
         exploitability_every: NonNegativeInt = 0,
@@ -239,6 +255,7 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
             raise ConfigError(
                 f"DeepCFR sampler={sampler!r}; expected a Sampler such as BudgetedSampling()"
             )
+        check_regret_options(regret_targets, discount_alpha, predictive, update_graphs)
         if deploy.startswith("sdcfr") and not snapshots:
             raise ConfigError(f"DeepCFR deploy={deploy!r} needs snapshots=True (stored iterations)")
         try:
@@ -246,7 +263,7 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         except AgentSpecError as error:
             raise ConfigError(f"DeepCFR eval_opponent: {error}") from None
         if self.rules is None:
-            _refuse_lost_cities_options(
+            refuse_lost_cities_options(
                 self.game, self.sampler, final_eval_games, color_augmentation
             )
         check_exploitability_every("DeepCFR", exploitability_every, self.rules or self.game)
@@ -522,34 +539,6 @@ def check_update_graphs(device: torch.device, precision: str) -> None:
         raise ConfigError(
             f"DeepCFR update_graphs=True cannot record under precision={precision!r} "
             "(autocast caches casts across a graph's replays); use 32-true or bf16-true"
-        )
-
-
-def _refuse_lost_cities_options(
-    game: Game, sampler: Sampler, final_eval_games: int, color_augmentation: bool
-) -> None:
-    """Refuse, in one line naming the game, what only Lost Cities has."""
-    if final_eval_games:
-        raise ConfigError(
-            f"DeepCFR final_eval_games={final_eval_games}: the final duplicate games are "
-            f"Lost Cities only; the game here is {game.name} (set final_eval_games: 0 and "
-            "measure it with exploitability_every)"
-        )
-    if color_augmentation:
-        raise ConfigError(
-            f"DeepCFR color_augmentation=True relabels Lost Cities' colours; the game here "
-            f"is {game.name}"
-        )
-    guide = getattr(sampler, "guide", None)
-    if guide:
-        raise ConfigError(
-            f"DeepCFR sampler {type(sampler).__name__} guide={guide!r} is a Lost Cities agent; "
-            f"the game here is {game.name} (set guide: null)"
-        )
-    if getattr(sampler, "lost_cities_only", False):
-        raise ConfigError(
-            f"DeepCFR sampler {type(sampler).__name__} is for Lost Cities only; the game here "
-            f"is {game.name} (use ExternalSampling, OutcomeSampling or ESCHERSampling)"
         )
 
 

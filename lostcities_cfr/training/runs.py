@@ -17,6 +17,7 @@ iteration's checkpoint and ``last.ckpt`` linking to it), its logs and ``config.y
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,19 @@ def check_resumable(saved: dict[str, Any], wanted: dict[str, Any], path: Path) -
             f"({'; '.join(differing)}); resume with that run's config.yaml, or start a new "
             f"run. A resume may change only {', '.join(sorted(RESUMABLE_OVERRIDES))}"
         )
+
+
+def with_added_defaults(saved: dict[str, Any], model_class: type) -> dict[str, Any]:
+    """``saved`` (a checkpoint's model arguments) with every argument ``model_class`` has
+    gained since, at its default: the run was built before the argument existed, so it ran
+    as the default does (an option is added with the old behaviour as its default)."""
+    parameters = inspect.signature(model_class).parameters
+    added = {
+        name: parameter.default
+        for name, parameter in parameters.items()
+        if name not in saved and parameter.default is not inspect.Parameter.empty
+    }
+    return added | saved
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:

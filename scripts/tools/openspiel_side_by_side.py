@@ -63,8 +63,11 @@ after it) is printed. Runs compare fairly only on the same machine under the sam
     python scripts/tools/openspiel_side_by_side.py [--game leduc_poker] [--seconds 900] [--seeds 3]
         [--jobs 2] [--eval-every 15] [--config configs/leduc_sdcfr.yaml]
         [--contestants openspiel,ours,ours_adapter,cfr_plus] [--out DIR] [--quick]
+        [--beside DIR ...]
 
-``--quick`` (the test's): 2 s a run, one seed, an evaluation every 0.5 s.
+``--quick`` (the test's): 2 s a run, one seed, an evaluation every 0.5 s. ``--beside``
+draws and tables the runs kept in other ``--out`` folders beside this call's, each named
+by its folder: two configs of ours, run by two calls side by side, in one figure.
 """
 
 from __future__ import annotations
@@ -458,10 +461,30 @@ def band(runs: Sequence[Run], axis: str) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def by_contestant(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Runs per contestant: the script's own in their fixed order, runs shown ``--beside``
+    after them."""
     grouped: dict[str, list[Run]] = {}
-    for run in sorted(runs, key=lambda r: (CONTESTANTS.index(r.contestant), r.seed)):
+    for run in sorted(runs, key=lambda r: (*order(r.contestant), r.seed)):
         grouped.setdefault(run.contestant, []).append(run)
     return grouped
+
+
+def order(contestant: str) -> tuple[int, str]:
+    fixed = contestant in CONTESTANTS
+    return (CONTESTANTS.index(contestant) if fixed else len(CONTESTANTS), contestant)
+
+
+def beside_runs(folders: Sequence[Path]) -> list[Run]:
+    """The runs another call kept in each of ``folders`` (its ``--out``: another config of
+    ours, say), renamed ``<folder name>: <contestant>`` to be drawn and tabled beside."""
+    runs = []
+    for folder in folders:
+        for path in sorted((folder / "runs").glob("*.json")):
+            run = json.loads(path.read_text())["run"]
+            name = f"{folder.name}: {run['contestant']}"
+            run["points"] = [Point(**{**p, "contestant": name}) for p in run["points"]]
+            runs.append(Run(**{**run, "contestant": name}))
+    return runs
 
 
 def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -> None:
@@ -474,8 +497,10 @@ def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # The script's contestants keep their colours from figure to figure; --beside's follow.
+    palette = [*CONTESTANTS, *sorted({run.contestant for run in runs} - set(CONTESTANTS))]
     for contestant, mine in by_contestant(runs).items():
-        color = colors[CONTESTANTS.index(contestant) % len(colors)]
+        color = colors[palette.index(contestant) % len(colors)]
         x, median, low, high = band(mine, axis)
         floor = contestant == "cfr_plus"
         ax.step(
@@ -486,7 +511,7 @@ def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -
             markersize=2.5,
             color=color,
             linestyle="--" if floor else "-",
-            label=f"{LABELS[contestant]} ({len(mine)} seed{'s' * (len(mine) > 1)})",
+            label=f"{LABELS.get(contestant, contestant)} ({len(mine)} seed{'s' * (len(mine) > 1)})",
         )
         ax.fill_between(x, low, high, step="post", color=color, alpha=0.2)
         if floor:
@@ -549,6 +574,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=REPO / "docs/figures/side_by_side")
     parser.add_argument("--quick", action="store_true", help="the test's: 2 s, 1 seed, 0.5 s")
+    parser.add_argument(
+        "--beside",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="other --out folders (another config, say) whose kept runs are drawn and tabled "
+        "beside these, named by their folder",
+    )
     args = parser.parse_args(argv)
     defaults = (2.0, 1, 0.5) if args.quick else (900.0, 3, 15.0)
     for name, default in zip(("seconds", "seeds", "eval_every"), defaults, strict=True):
@@ -562,6 +595,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if args.game not in DEFAULT_CONFIGS and {"ours", "ours_adapter"} & set(args.contestants):
             parser.error(f"--config: no default config for {args.game}; name one")
         args.config = str(DEFAULT_CONFIGS.get(args.game, ""))
+    for folder in args.beside:  # refused before anything trains
+        games = {
+            json.loads(p.read_text())["task"]["game"] for p in (folder / "runs").glob("*.json")
+        }
+        if games != {args.game}:
+            found = ", ".join(sorted(games)) or "no kept runs"
+            parser.error(f"--beside {folder}: {found} in {folder / 'runs'}; expected {args.game}")
     if min(args.seconds, args.eval_every) <= 0 or min(args.seeds, args.jobs) < 1:
         parser.error("--seconds and --eval-every must be positive, --seeds and --jobs >= 1")
     return args
@@ -612,7 +652,8 @@ def main(argv: list[str] | None = None) -> None:
     uniform = uniform_nash_conv(args.game)
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {
-        **{k: v for k, v in vars(args).items() if k not in ("out", "quick")},
+        **{k: v for k, v in vars(args).items() if k not in ("out", "quick", "beside")},
+        "beside": [str(folder) for folder in args.beside],
         "openspiel_settings": OPENSPIEL_EXAMPLE,
         "cfr_plus_iterations": CFR_PLUS_ITERATIONS,
         "threads_per_run": 1,
@@ -627,10 +668,11 @@ def main(argv: list[str] | None = None) -> None:
         "points": [asdict(p) for run in runs for p in run.points],
     }
     (args.out / "side_by_side.json").write_text(json.dumps(result, indent=1) + "\n")
+    shown = runs + beside_runs(args.beside)  # the JSON holds this call's runs only
     for axis, name in (("seconds", "nashconv_vs_seconds"), ("iteration", "nashconv_vs_iterations")):
-        plot(runs, axis, uniform, args.game, args.out / f"{name}.png")
+        plot(shown, axis, uniform, args.game, args.out / f"{name}.png")
     print(f"\nMedian exact NashConv on {args.game} (uniform play {uniform:.3f}):")
-    print(table(runs, args.seconds))
+    print(table(shown, args.seconds))
     print(
         f"\nwrote {args.out}/side_by_side.json, nashconv_vs_seconds.png, nashconv_vs_iterations.png"
     )

@@ -310,6 +310,18 @@ CASES = [
         ["nashconv", "--agent", "ckpt:run/checkpoints/last.ckpt"],
         shows=r"NashConv",
     ),
+    Case(
+        "DCFR's discount on sampled regret targets",
+        [*KUHN, "--trainer.default_root_dir", "kuhn-alpha", "--model.discount_alpha", "1.5"],
+    ),
+    Case(
+        "predictive weights on cumulative regret targets",
+        [
+            *KUHN,
+            *("--trainer.default_root_dir", "kuhn-predictive", "--model.predictive", "true"),
+            *("--model.regret_targets", "cumulative"),
+        ],
+    ),
 ]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+import shutil
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -47,8 +48,12 @@ def test_quick_run_measures_every_contestant(load_script, tmp_path, capsys):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG"), name
     # A second call with the same --out reuses every finished run (nothing trains again); one
     # with another budget reuses none of them (checked without running: the kept task differs).
-    script.main(["--quick", "--game", "kuhn_poker", "--out", str(tmp_path)])
-    assert "reusing 4 finished runs" in capsys.readouterr().out
+    # (shown --beside a copy of themselves: the copy's rows are tabled after them)
+    shutil.copytree(tmp_path / "runs", tmp_path / "copy" / "runs")
+    beside = ["--beside", str(tmp_path / "copy")]
+    script.main(["--quick", "--game", "kuhn_poker", "--out", str(tmp_path), *beside])
+    printed = capsys.readouterr().out
+    assert "reusing 4 finished runs" in printed and "\ncopy: ours " in printed
     assert json.loads((tmp_path / "side_by_side.json").read_text())["points"] == result["points"]
     config = str(script.DEFAULT_CONFIGS["kuhn_poker"])
     digest = script.config_digest("ours", config)
@@ -97,3 +102,32 @@ def test_the_table_reads_the_evaluation_that_closes_each_minute(load_script):
     assert list(x) == [1, 5, 6, 10]
     assert list(median) == [4.0, 3.0, 1.0, 1.5]
     assert list(low) == [4.0, 2.0, 1.0, 0.5] and list(high) == [4.0, 4.0, 1.0, 2.5]
+
+
+def test_runs_kept_by_another_call_are_drawn_and_tabled_beside(load_script, tmp_path, capsys):
+    script = load_script("openspiel_side_by_side")
+    Point, Run = script.Point, script.Run
+
+    def run(nash_conv: float) -> Run:
+        points = [Point("ours", 0, 1.0, 1, 4.0), Point("ours", 0, 61.0, 9, nash_conv)]
+        return Run("ours", 0, iterations=9, train_seconds=61.0, wall_seconds=62.0, points=points)
+
+    plain = tmp_path / "plain"
+    (plain / "runs").mkdir(parents=True)
+    kept = {"task": {"game": "kuhn_poker"}, "run": asdict(run(0.5))}
+    (plain / "runs" / "ours_0.json").write_text(json.dumps(kept))
+    beside = script.beside_runs([plain])
+    assert [r.contestant for r in beside] == ["plain: ours"]
+    assert {p.contestant for p in beside[0].points} == {"plain: ours"}
+    shown = [run(0.25), *beside]
+    assert list(script.by_contestant(shown)) == ["ours", "plain: ours"]  # this call's first
+    rows = script.table(shown, budget_s=61.0).splitlines()[1:]
+    assert rows[0].split()[:2] == ["ours", "0.2500"]
+    assert rows[1].split()[:3] == ["plain:", "ours", "0.5000"]
+    script.plot(shown, "seconds", 0.92, "kuhn_poker", tmp_path / "beside.png")
+    assert (tmp_path / "beside.png").read_bytes().startswith(b"\x89PNG")
+    # A folder of no runs, or of another game's, is refused before anything trains.
+    for folder, found in ((tmp_path / "none", "no kept runs"), (plain, "kuhn_poker")):
+        with pytest.raises(SystemExit):
+            script.parse_args(["--game", "leduc_poker", "--beside", str(folder)])
+        assert f"--beside {folder}: {found}" in capsys.readouterr().err

@@ -45,6 +45,31 @@ def test_the_kuhn_config_learns_and_its_checkpoint_knows_its_game(tmp_path):
     )
 
 
+def test_cumulative_regret_targets_learn_from_one_iteration_of_rows(tmp_path):
+    cli = kuhn_fit(
+        tmp_path,
+        *("--trainer.max_epochs", "5", "--model.regret_targets", "cumulative"),
+        *("--model.discount_alpha", "1.5", "--model.holdout", "0.1"),
+    )
+    # 0.17 (sampled targets: 0.24; uniform play 0.92)
+    assert float(cli.trainer.callback_metrics["nash_conv"]) < 0.3
+    for buffer in cli.model.advantage_buffers:  # cleared before each traversal
+        for held in (buffer, buffer.held_out):
+            assert len(held) > 0 and held.iteration[: len(held)].eq(5).all()
+
+
+def test_predictive_weights_change_the_fit_from_the_second_iteration_on(tmp_path):
+    def advantage_loss(iterations: int, *args: str) -> float:
+        cli = kuhn_fit(
+            tmp_path / f"{iterations}{args}", "--trainer.max_epochs", str(iterations), *args
+        )
+        return float(cli.trainer.callback_metrics["loss/advantage_p0"])
+
+    # The first iteration's rows are all the newest: weighing them twice changes nothing.
+    assert advantage_loss(1, "--model.predictive", "true") == advantage_loss(1)
+    assert advantage_loss(2, "--model.predictive", "true") != advantage_loss(2)
+
+
 @pytest.mark.parametrize(
     "sampler", ["external_sampling.ExternalSampling", "outcome_sampling.OutcomeSampling",
                 "escher.ESCHERSampling", "baseline_outcome_sampling.BaselineOutcomeSampling"],
@@ -73,6 +98,7 @@ def test_every_protocol_sampler_trains_on_leduc(tmp_path, sampler):
         ({"color_augmentation": True}, "color_augmentation=True relabels Lost Cities' colours; the game here is leduc_poker"),
         ({"sampler": BudgetedSampling()}, "BudgetedSampling is for Lost Cities only; the game here is leduc_poker"),
         ({"sampler": ESCHERSampling()}, "ESCHERSampling guide='heuristic:balanced' is a Lost Cities agent; the game here is leduc_poker (set guide: null)"),
+        ({"discount_alpha": 2.0}, "DeepCFR discount_alpha=2.0 discounts cumulative regrets; it needs regret_targets='cumulative'"),
         ({"network": NetworkConfig(architecture="colors")}, "colour networks (architecture='colors', hidden_features) are for Lost Cities only; the game here is leduc_poker"),
     ],
 )  # fmt: skip

@@ -14,6 +14,32 @@ def test_iteration_weights_are_proportional_to_iteration_power_and_sum_to_one(ex
     torch.testing.assert_close(weights, expected / expected.sum())
 
 
+@pytest.mark.parametrize("exponent", [0.0, 1.0, 2.0])
+def test_predictive_weights_count_the_newest_rows_at_the_next_iterations_weight_too(exponent):
+    iteration = torch.tensor([1, 2, 3, 3], dtype=torch.int32)
+    weights = iteration_weights(iteration, exponent, newest=3)
+    expected = torch.tensor([1.0, 2.0, 3.0, 3.0]) ** exponent
+    expected[2:] += 4.0**exponent
+    torch.testing.assert_close(weights, expected / expected.sum())
+
+
+def test_predictive_fit_is_the_regret_plus_its_prediction():
+    # One information set, rows of iterations 1 and 2 (linear weights): the fitted mean
+    # with newest=2 is proportional to R_2 + 3 * r_2 = (1 * r_1 + 2 * r_2) + 3 * r_2.
+    r1, r2 = torch.tensor([[1.0, -2.0]]), torch.tensor([[-1.0, 3.0]])
+    regrets, legal = torch.cat([r1, r2]), torch.ones(2, 2, dtype=torch.bool)
+    outputs = torch.zeros(1, 2, requires_grad=True)
+    optimizer = torch.optim.SGD([outputs], lr=0.2)
+    for _ in range(300):
+        optimizer.zero_grad()
+        advantage_loss(
+            outputs.expand(2, 2), legal, regrets, torch.tensor([1, 2]), 1.0, 2
+        ).backward()
+        optimizer.step()
+    predicted = 1 * r1 + 2 * r2 + 3 * r2
+    torch.testing.assert_close(outputs.detach(), predicted / 6)  # weights' sum: 1 + 2 + 3
+
+
 def test_advantage_loss_is_the_weighted_squared_error_over_legal_actions():
     outputs = torch.tensor([[1.0, 2.0, 50.0], [0.0, -1.0, 3.0]])
     legal = torch.tensor([[True, True, False], [True, True, True]])

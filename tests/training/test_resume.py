@@ -12,7 +12,8 @@ import torch
 import yaml
 
 from lostcities_cfr.commands.fit import run
-from lostcities_cfr.training import runs
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.training import DeepCFR, runs
 
 
 def fit(config: Path, *args: str):
@@ -218,3 +219,14 @@ def test_a_checkpoint_written_before_engine_kernels_existed_resumes_on_either_ke
     saved = {"learning_rate": 0.001, "network": {"width": 32}}
     for kernels in ("eager", "compiled"):
         runs.check_resumable(saved, {**saved, "engine_kernels": kernels}, Path("old.ckpt"))
+
+
+def test_an_argument_added_after_a_checkpoint_counts_at_its_default():
+    # tests/training/test_old_checkpoints.py resumes a real old checkpoint this way.
+    saved = {"learning_rate": 0.001, "predictive": True}
+    filled = runs.with_added_defaults(saved, DeepCFR)
+    assert filled["predictive"] is True  # saved values stand
+    assert filled["regret_targets"] == "sampled" and filled["discount_alpha"] is None
+    wanted = {**filled, "regret_targets": "cumulative"}
+    with pytest.raises(ConfigError, match=r"model\.regret_targets: checkpoint 'sampled'"):
+        runs.check_resumable(filled, wanted, Path("old.ckpt"))
