@@ -30,12 +30,12 @@ from lostcities_cfr.cfr.networks import masked_log_softmax
 
 
 def kl_divergence(
-    logits: torch.Tensor, magnet_logits: torch.Tensor, legal: torch.Tensor
+    log_pi: torch.Tensor, magnet_logits: torch.Tensor, legal: torch.Tensor
 ) -> torch.Tensor:
-    """Mean over rows of ``KL(pi || rho)``, ``pi`` and ``rho`` the masked softmaxes of
-    ``logits`` and ``magnet_logits`` [n, A] over the legal actions ``legal`` [n, A] bool."""
-    log_pi = masked_log_softmax(logits, legal)  # [n, A]
-    log_rho = masked_log_softmax(magnet_logits, legal)
+    """Mean over rows of ``KL(pi || rho)``: ``log_pi`` [n, A] the policy's log-probabilities
+    (its masked log-softmax, which PPO's loss has computed already), ``rho`` the masked
+    softmax of ``magnet_logits`` [n, A] over the legal actions ``legal`` [n, A] bool."""
+    log_rho = masked_log_softmax(magnet_logits, legal)  # [n, A]
     # illegal entries: probability 0 times a difference of huge negatives, masked out
     terms = (log_pi.exp() * (log_pi - log_rho)).masked_fill(~legal, 0.0)
     return terms.sum(1).mean()
@@ -50,11 +50,11 @@ class Magnet(nn.Module):
         self.decay = decay
         self.net = copy.deepcopy(policy).requires_grad_(False)
 
-    def kl(self, logits: torch.Tensor, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """``KL(pi || rho)`` on rows whose policy logits are ``logits`` [n, A]."""
+    def kl(self, log_pi: torch.Tensor, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """``KL(pi || rho)`` on rows whose policy log-probabilities are ``log_pi`` [n, A]."""
         with torch.no_grad():
             magnet_logits = self.net(features)
-        return kl_divergence(logits, magnet_logits, legal)
+        return kl_divergence(log_pi, magnet_logits, legal)
 
     @torch.no_grad()
     def follow(self, policy: nn.Module) -> None:

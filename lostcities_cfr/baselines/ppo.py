@@ -512,7 +512,7 @@ class PPO(pl.LightningModule):
                 "ppo/clip_fraction": terms.clip_fraction,
             }
             if self.magnet is not None:  # magnetic mirror descent
-                stats["mmd/magnet_kl"] = self.magnet.kl(logits, features, legal)
+                stats["mmd/magnet_kl"] = self.magnet.kl(terms.log_probs, features, legal)
                 loss = loss + self.hparams.magnet_coef * stats["mmd/magnet_kl"]
         optimizer = self.optimizers()
         optimizer.zero_grad()

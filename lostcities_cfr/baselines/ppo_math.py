@@ -53,6 +53,7 @@ class PPOLoss:
     entropy: torch.Tensor  # mean entropy of the masked softmax
     approx_kl: torch.Tensor  # mean (ratio - 1) - log ratio (Schulman's k3 estimator)
     clip_fraction: torch.Tensor  # share of rows with |ratio - 1| > clip
+    log_probs: torch.Tensor  # [n, A] the policy's masked log-softmax (MMD's KL reuses it)
 
 
 def ppo_loss(
@@ -96,6 +97,7 @@ def ppo_loss(
         entropy=entropy,
         approx_kl=approx_kl,
         clip_fraction=clip_fraction,
+        log_probs=log_probs,
     )
 
 

@@ -32,6 +32,8 @@ from torch import nn
 
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 
+DCFR_ALPHA = 1.5  # Brown & Sandholm's, and Xu et al.'s default for Deep DCFR+
+
 
 def discount(t: int, alpha: float) -> float:
     """DCFR's factor on the positive cumulative regret after iteration ``t``:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 import pytorch_lightning as pl
 import torch
 
-from lostcities_cfr.cfr.cumulative_regret import bootstrap_targets
+from lostcities_cfr.cfr.cumulative_regret import DCFR_ALPHA, bootstrap_targets
 from lostcities_cfr.cfr.networks import masked_softmax, reinitialise
 from lostcities_cfr.cfr.regret_matching import regret_matching, uniform_strategy
 from lostcities_cfr.cfr.traversal import (
@@ -162,7 +162,7 @@ class CFRIteration:
                     self.advantage_buffers[p],
                     self.advantage_nets[p],
                     self.iteration,
-                    1.5 if alpha is None else alpha,
+                    DCFR_ALPHA if alpha is None else alpha,
                 )
         for buffer in self.row_buffers().values():
             buffer.check_finite()  # rows refused for non-finite targets stop the run here

@@ -144,7 +144,7 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
             network's discounted positive regret added (Deep DCFR+, Xu et al. 2024;
             ``cfr/cumulative_regret.py``): the advantage reservoirs then hold one iteration.
         discount_alpha: DCFR's alpha of ``cumulative`` targets (``.inf``: CFR+'s flooring
-            alone); None: 1.5, the paper's.
+            alone); None: ``DCFR_ALPHA``, 1.5, the paper's.
         learning_rate_schedule: each iteration's learning rate: ``constant``, or ``cosine``
             from ``learning_rate`` down to 0 over each network's updates of the iteration, so
             that a network ends its iteration near the weighted mean of its targets rather than

@@ -12,7 +12,7 @@ from test_ppo_games import train
 
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.baselines.magnet import Magnet, kl_divergence
-from lostcities_cfr.cfr.networks import NetworkConfig
+from lostcities_cfr.cfr.networks import NetworkConfig, masked_log_softmax
 from lostcities_cfr.game.poker import KuhnPoker
 from lostcities_cfr.training import metrics
 
@@ -23,8 +23,10 @@ def test_kl_divergence_is_the_sum_over_legal_actions_averaged_over_rows():
     magnet = torch.tensor([[0.0, 0.0, -50.0], [0.0, math.log(2.0), math.log(3.0)]])
     first = 0.25 * math.log(0.25 / 0.5) + 0.75 * math.log(0.75 / 0.5)
     second = sum(math.log((1 / 3) / (q / 6)) / 3 for q in (1, 2, 3))
-    assert kl_divergence(logits, magnet, legal).item() == pytest.approx((first + second) / 2)
-    assert kl_divergence(magnet + 7.0, magnet, legal).item() == pytest.approx(0.0, abs=1e-6)
+    log_pi = masked_log_softmax(logits, legal)
+    assert kl_divergence(log_pi, magnet, legal).item() == pytest.approx((first + second) / 2)
+    log_rho = masked_log_softmax(magnet + 7.0, legal)
+    assert kl_divergence(log_rho, magnet, legal).item() == pytest.approx(0.0, abs=1e-6)
 
 
 @pytest.mark.parametrize(("decay", "share"), [(0.0, 1.0), (1.0, 0.0), (0.75, 0.25)])
