@@ -3,7 +3,9 @@
 Reads each run folder's CSV logs as ``report`` does (``csv/version_*/metrics.csv``, the
 CSVLogger of every config; a resumed run writes a new version, and the versions are merged
 by iteration, the later one winning), takes the ``eval/<policy>/<opponent>/win_rate`` points that
-``PeriodicEvaluation`` logged with their 95% intervals, and puts each at the run's clock
+``PeriodicEvaluation`` and the final evaluation logged with their 95% intervals, and the
+``best/...`` points of ``BestCheckpoint`` (the deployed policy on its selection deals, drawn
+as the policy "<policy> (selection)"), and puts each at the run's clock
 when its iteration ended (``time/elapsed_s``, logged by ``PhaseTimer``; runs logged before
 it existed fall back to the running sum of ``time/iteration_s``). Draws one PNG, one panel
 per opponent, one line per run (and policy, where a run evaluated several), with the
@@ -20,13 +22,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from lostcities_cfr.commands.report import EVAL_KEY, find_metrics_files, read_metrics
+from lostcities_cfr.commands.report import find_metrics_files, read_metrics
+
+# PeriodicEvaluation's and the final evaluation's points (eval/), BestCheckpoint's (best/).
+CURVE_KEY = re.compile(r"^(?P<root>eval|best)/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,10 @@ def strength_points(run_dir: Path, label: str, policy: str | None = None) -> lis
     minutes = elapsed_minutes(columns, len(iterations))
     points = []
     for name in sorted(columns):
-        match = EVAL_KEY.match(name)
+        match = CURVE_KEY.match(name)
         if not match or (policy is not None and match["policy"] != policy):
             continue
+        drawn = match["policy"] + (" (selection)" if match["root"] == "best" else "")
         prefix = name.removesuffix("win_rate")
         low = columns.get(prefix + "win_rate_ci_low", np.full(len(iterations), math.nan))
         high = columns.get(prefix + "win_rate_ci_high", np.full(len(iterations), math.nan))
@@ -68,7 +75,7 @@ def strength_points(run_dir: Path, label: str, policy: str | None = None) -> lis
             points.append(
                 Point(
                     label,
-                    match["policy"],
+                    drawn,
                     match["opponent"],
                     int(iterations[i]),
                     float(minutes[i]),
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         except FileNotFoundError as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
         if not found:
-            print(f"{run}: no eval/<policy>/<opponent>/win_rate points", file=sys.stderr)
+            print(f"{run}: no eval/ or best/<policy>/<opponent>/win_rate points", file=sys.stderr)
         points += found
     if not points:
         parser.exit(2, f"{parser.prog}: error: no evaluation points in any run\n")

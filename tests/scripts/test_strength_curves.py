@@ -72,3 +72,23 @@ def test_a_folder_without_csv_logs_exits_with_one_line_naming_it(strength_curves
     with pytest.raises(SystemExit) as exit_info:
         strength_curves.main([str(tmp_path), "--out", str(tmp_path / "c.png")])
     assert exit_info.value.code == 2
+
+
+def test_best_checkpoint_selection_points_are_drawn_as_a_policy_of_their_own(
+    strength_curves, tmp_path, capsys
+):
+    run_dir = tmp_path / "run"
+    path = run_dir / "csv" / "version_0" / "metrics.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "iteration,time/elapsed_s,best/average:greedy/cautious/win_rate,"
+        "best/average:greedy/cautious/win_rate_ci_low,best/average:greedy/cautious/win_rate_ci_high,"
+        "best/iteration\n10,60,0.4,0.37,0.43,10\n"
+    )
+    strength_curves.main([str(run_dir), "--out", str(tmp_path / "c.png"), "--json"])
+    [point] = json.loads(capsys.readouterr().out)
+    assert (point["policy"], point["opponent"], point["win_rate"]) == (
+        "average:greedy (selection)",
+        "cautious",
+        0.4,
+    )
