@@ -84,8 +84,9 @@ def test_help_shows_each_arguments_range(capsys):
     shown = " ".join(capsys.readouterr().out.split())
     for needle in (
         "--model.batch_size BATCH_SIZE rows per update, over all ranks (each of N DDP ranks "
-        "samples ``batch_size / N`` of them, rounded up, and their gradients are averaged). "
-        "(type: PositiveInt,",
+        "samples ``batch_size / N`` of them, rounded up, and their gradients are averaged), or "
+        'on each rank with ``rank_scaling="updates"``. (type: PositiveInt,',
+        "--model.rank_scaling {batch,updates} how N DDP ranks share",
         "(type: RightOpenUnitInterval, default: 0.0)",  # holdout
         "Literal['512x3', '1024x6']",  # the network presets
     ):

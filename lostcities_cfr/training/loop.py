@@ -237,12 +237,24 @@ class CFRIteration:
         as if this iteration trained the strategy network."""
         if network == STRATEGY_NETWORK:
             train = (every_iteration or self.trains_strategy) and phase in (None, 1)
-            return self.hparams.strategy_updates if train else 0
-        if network == self.value_name:
-            return self.hparams.value_updates
-        if phase is not None and network != ADVANTAGE_NETWORKS[phase]:
-            return 0
-        return self.hparams.advantage_updates
+            updates = self.hparams.strategy_updates if train else 0
+        elif network == self.value_name:
+            updates = self.hparams.value_updates
+        elif phase is not None and network != ADVANTAGE_NETWORKS[phase]:
+            updates = 0
+        else:
+            updates = self.hparams.advantage_updates
+        if self.hparams.rank_scaling == "updates":  # N times the rows in 1/N of the updates
+            return -(-updates // self.trainer.world_size)
+        return updates
+
+    def rows_per_update(self) -> int:
+        """Rows this rank samples for an update: ``batch_size`` over all ranks (``rank_scaling``
+        ``batch``: N ranks train what one would, each on 1/N of them), or on each rank
+        (``updates``: N times the rows in 1/N of the updates, ``_updates``)."""
+        if self.hparams.rank_scaling == "updates":
+            return self.hparams.batch_size
+        return -(-self.hparams.batch_size // self.trainer.world_size)
 
     def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
         """``network``'s loss function and the exponent of its rows' iteration weights."""
@@ -289,9 +301,7 @@ class CFRIteration:
         """Network ``name``'s loss on a batch of its buffer's rows (this rank's share)."""
         buffer, net = self.row_buffers()[name], self.networks()[name]
         loss_fn, exponent = self._loss(name)
-        # batch_size rows over all ranks: N ranks train what one would, each on 1/N of them.
-        per_rank = -(-self.hparams.batch_size // self.trainer.world_size)
-        rows = buffer.sample(per_rank, generator=self.batch_generator)
+        rows = buffer.sample(self.rows_per_update(), generator=self.batch_generator)
         features, legal, targets = rows.features, rows.legal, rows.targets
         if self.hparams.color_augmentation:
             if name == self.value_name:  # one output, the state's value: only states move

@@ -121,7 +121,15 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
             a DDP rank keeps the rows of its own games).
         strategy_buffer_size: rows the strategy reservoir holds.
         batch_size: rows per update, over all ranks (each of N DDP ranks samples
-            ``batch_size / N`` of them, rounded up, and their gradients are averaged).
+            ``batch_size / N`` of them, rounded up, and their gradients are averaged), or
+            on each rank with ``rank_scaling="updates"``.
+        rank_scaling: how N DDP ranks share an iteration's training: ``batch``, every update
+            of one rank's schedule on ``batch_size / N`` rows a rank (the same updates as
+            one rank, each cheaper in arithmetic only), or ``updates``, ``1/N`` of every
+            network's updates (rounded up) on ``batch_size`` rows a rank: as many rows an
+            iteration as one rank, in N times larger batches, so that the updates' fixed
+            costs shrink with the ranks too (``docs/architecture.md``, "Choosing ranks").
+            One rank trains alike under both.
         advantage_updates: updates of each advantage network per iteration.
         strategy_updates: updates of the strategy network per iteration that trains it.
         strategy_every: train the strategy network every this many iterations (and at the
@@ -212,6 +220,7 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         advantage_buffer_size: PositiveInt = 2_000_000,
         strategy_buffer_size: PositiveInt = 2_000_000,
         batch_size: PositiveInt = 1024,
+        rank_scaling: Literal["batch", "updates"] = "batch",
         advantage_updates: PositiveInt = 512,
         strategy_updates: PositiveInt = 512,
         strategy_every: PositiveInt = 1,

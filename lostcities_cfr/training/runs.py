@@ -35,6 +35,7 @@ RESUMABLE_OVERRIDES = frozenset(
         "learning_rate",
         "gradient_clip",
         "batch_size",
+        "rank_scaling",
         "advantage_updates",
         "strategy_updates",
         "strategy_every",

@@ -10,13 +10,16 @@ iterations after the first (whose strategy is uniform and whose networks warm up
   summed over the ranks (each rank walks its own share of the games);
 - ``train_s``: the updates of every network.
 
+Layout ``2u`` is two ranks under ``rank_scaling: updates`` (each rank a whole batch, half
+the updates); the others keep the config's scaling.
+
 Ratios are against the one-rank layout measured in the same run. Two local nodes are two
 ``fit`` processes with ``--trainer.num_nodes 2 --trainer.devices 1`` and the environment a
 cluster's hosts would set (``MASTER_ADDR``, ``MASTER_PORT``, ``NODE_RANK``), over gloo on
 127.0.0.1.
 
     python scripts/bench/bench_ddp.py [--config configs/quickstart.yaml] [--iterations 4]
-        [--layouts 1,2,nodes] [--json]
+        [--layouts 1,2,2u,nodes] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from tables import render
 LAYOUTS = {
     "1": "1 rank",
     "2": "2 ranks, one node",
+    "2u": "2 ranks, updates / 2",
     "nodes": "2 nodes of 1 rank",
 }
 FIGURES = {
@@ -87,10 +91,11 @@ def run_layout(layout: str, config: str, folder: Path, iterations: int) -> None:
     args = fit_arguments(config, folder, iterations)
     if layout == "1":
         processes = [subprocess.Popen(args)]
-    elif layout == "2":
-        processes = [
-            subprocess.Popen([*args, "--trainer.devices", "2", "--trainer.strategy", "ddp"])
-        ]
+    elif layout in ("2", "2u"):
+        ranks = [*args, "--trainer.devices", "2", "--trainer.strategy", "ddp"]
+        if layout == "2u":  # each rank a whole batch, half the updates
+            ranks += ["--model.init_args.rank_scaling", "updates"]
+        processes = [subprocess.Popen(ranks)]
     else:
         env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
         nodes = [*args, "--trainer.num_nodes", "2", "--trainer.devices", "1"]
@@ -124,7 +129,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/quickstart.yaml")
     parser.add_argument("--iterations", type=int, default=4)
-    parser.add_argument("--layouts", default="1,2,nodes", help="a subset of 1,2,nodes")
+    parser.add_argument("--layouts", default="1,2,nodes", help="a subset of 1,2,2u,nodes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     layouts = args.layouts.split(",")

@@ -109,15 +109,17 @@ def test_every_reliability_case_runs_without_a_traceback(load_script, monkeypatc
     assert rows and not any(row["traceback"] for row in rows)
 
 
-def test_bench_ddp_times_one_rank_and_two(load_script, monkeypatch, capsys, tmp_path):
+def test_bench_ddp_times_one_rank_and_two_with_half_the_updates(
+    load_script, monkeypatch, capsys, tmp_path
+):
     config = tiny_config(tmp_path / "unused", max_epochs=2)
     del config["trainer"]["default_root_dir"], config["trainer"]["logger"]
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
-    argv = ["--config", str(tmp_path / "tiny.yaml"), "--iterations", "2", "--layouts", "1,2"]
+    argv = ["--config", str(tmp_path / "tiny.yaml"), "--iterations", "2", "--layouts", "1,2u"]
     results = json.loads(
         run_script(load_script, monkeypatch, capsys, "bench_ddp", [*argv, "--json"])
     )
-    assert set(results) == {"1", "2"} and all(r["nodes_per_s"] > 0 for r in results.values())
+    assert set(results) == {"1", "2u"} and all(r["nodes_per_s"] > 0 for r in results.values())
 
 
 def test_bench_batch_scores_settings_on_held_out_rows(load_script, monkeypatch, capsys, tmp_path):

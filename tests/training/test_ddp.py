@@ -12,7 +12,12 @@ from tiny_training import cli_subprocess
 def test_two_ddp_ranks_traverse_their_own_games_and_keep_equal_networks(write_config, tmp_path):
     recording = {"class_path": "run_probes.RecordingExternalSampling", "init_args": {"walkers": 8}}
     config = write_config(
-        name="ddp", max_epochs=2, final_eval_games=0, traversals_per_player=33, sampler=recording
+        name="ddp",
+        max_epochs=2,
+        final_eval_games=0,
+        traversals_per_player=33,
+        sampler=recording,
+        rank_scaling="updates",  # the default's path: the resume tests below
     )
     probe = {"class_path": "run_probes.RankStateProbe", "init_args": {"folder": str(tmp_path)}}
     done = subprocess.run(
