@@ -17,7 +17,7 @@ def test_two_ddp_ranks_traverse_their_own_games_and_keep_equal_networks(write_co
         final_eval_games=0,
         traversals_per_player=33,
         sampler=recording,
-        rank_scaling="updates",  # the default's path: the resume tests below
+        rank_scaling="updates",  # the default, "batch", runs in the resume tests below
     )
     probe = {"class_path": "run_probes.RankStateProbe", "init_args": {"folder": str(tmp_path)}}
     done = subprocess.run(
