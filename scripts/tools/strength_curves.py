@@ -24,6 +24,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -166,6 +167,16 @@ def table(points: list[Point]) -> str:
     return "\n".join(lines)
 
 
+def print_points(points: list, table: Callable[[list], str], out: Path, as_json: bool) -> None:
+    """The points (dataclasses) as JSON, or as ``table`` draws them, then where the PNG went."""
+    if as_json:
+        json.dump([asdict(p) for p in points], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(table(points))
+        print(f"\nwrote {out}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs="+", help="run folders (holding csv/)")
@@ -189,12 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     if not points:
         parser.exit(2, f"{parser.prog}: error: no evaluation points in any run\n")
     plot(points, args.out)
-    if args.json:
-        json.dump([asdict(p) for p in points], sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print(table(points))
-        print(f"\nwrote {args.out}")
+    print_points(points, table, args.out, as_json=args.json)
 
 
 if __name__ == "__main__":
