@@ -146,7 +146,7 @@ class CFRIteration:
             self._queue_head = head
         # The queue is ready: a callback may switch its backend and warm it up here.
         self._call_callbacks("on_traversal_start")
-        n_traversals = -(-self.hparams.traversals_per_player // self.trainer.world_size)
+        n_traversals = self.rank_share(self.hparams.traversals_per_player)
         cumulative = self.hparams.regret_targets == "cumulative"
         with torch.no_grad():
             if cumulative:  # the buffers hold one iteration's rows (cfr/cumulative_regret.py)
@@ -245,7 +245,7 @@ class CFRIteration:
         else:
             updates = self.hparams.advantage_updates
         if self.hparams.rank_scaling == "updates":  # N times the rows in 1/N of the updates
-            return -(-updates // self.trainer.world_size)
+            return self.rank_share(updates)
         return updates
 
     def rows_per_update(self) -> int:
@@ -254,7 +254,12 @@ class CFRIteration:
         (``updates``: N times the rows in 1/N of the updates, ``_updates``)."""
         if self.hparams.rank_scaling == "updates":
             return self.hparams.batch_size
-        return -(-self.hparams.batch_size // self.trainer.world_size)
+        return self.rank_share(self.hparams.batch_size)
+
+    def rank_share(self, count: int) -> int:
+        """This rank's share of ``count`` (games, updates, rows) split over the DDP ranks,
+        rounded up so that the ranks together do at least ``count``."""
+        return -(-count // self.trainer.world_size)
 
     def _loss(self, network: str) -> tuple[Callable[..., torch.Tensor], float]:
         """``network``'s loss function and the exponent of its rows' iteration weights."""
