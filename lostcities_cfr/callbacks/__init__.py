@@ -1,5 +1,5 @@
 """Lightning callbacks that watch a Deep CFR run: evaluation, timing, compilation, progress,
-profiling, checkpoints (the end of a run, the best deployed networks), and the W&B logger
+profiling, checkpoints (the end of a run, the best deployed networks), and the W&B and CSV loggers
 and config saving they report through.
 
 None of them is needed for training. Stacks of them live in the top-level
@@ -12,6 +12,7 @@ from lostcities_cfr.callbacks.base import TraversalCallback
 from lostcities_cfr.callbacks.best_checkpoint import BestCheckpoint
 from lostcities_cfr.callbacks.best_response import BestResponseProbe
 from lostcities_cfr.callbacks.compile_toggle import CompileToggle
+from lostcities_cfr.callbacks.csv_logger import IterationCSVLogger
 from lostcities_cfr.callbacks.evaluation import PeriodicEvaluation
 from lostcities_cfr.callbacks.interrupt_guard import InterruptGuard
 from lostcities_cfr.callbacks.phase_profiler import PhaseProfiler
@@ -26,6 +27,7 @@ __all__ = [
     "BestResponseProbe",
     "CompileToggle",
     "InterruptGuard",
+    "IterationCSVLogger",
     "IterationProgressBar",
     "IterationWandbLogger",
     "PeriodicEvaluation",

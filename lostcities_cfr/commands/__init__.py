@@ -49,10 +49,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "exact NashConv of an agent on a small game (kuhn_poker, leduc_poker, tiny, OpenSpiel)",
     ),
+    "sweep": (
+        "lostcities_cfr.commands.sweep",
+        "main",
+        "a config over seeds and settings as one Optuna study; resumable, shared by workers",
+    ),
     "report": (
         "lostcities_cfr.commands.report",
         "main",
-        "PNG plots of a run's metrics.csv: win rates, exploitability, losses, time shares",
+        "plots of a run's metrics.csv, or a sweep's figures over seeds with 95% intervals",
     ),
 }
 

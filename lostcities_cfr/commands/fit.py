@@ -11,8 +11,9 @@ LightningCLI's defaults:
   arguments.
 - W&B offline: the default logger is ``WandbLogger(offline=True)`` and ``WANDB_MODE``
   defaults to ``offline``, so nothing needs the network (``wandb sync`` uploads later).
-- One folder per run: ``trainer.default_root_dir`` (``runs/...``); checkpoints go to its
-  ``checkpoints/`` (an argument link, so ``fit --ckpt_path last`` finds them again): the
+- One folder per run: ``trainer.default_root_dir`` (``runs/...``); every logger that names
+  no ``save_dir`` logs there (:func:`~lostcities_cfr.training.runs.loggers_follow_run`), and
+  checkpoints go to its ``checkpoints/`` (an argument link, so ``fit --ckpt_path last`` finds them again): the
   latest iteration's after every iteration, and ``last.ckpt`` linking to it. A new run refuses
   a folder that holds another; ``--ckpt_path last`` resumes the folder's run, and a resume
   honours the command line, refusing changes to what made the checkpoint
@@ -80,17 +81,10 @@ TRAINER_DEFAULTS = {
     "logger": [
         {
             "class_path": "lostcities_cfr.callbacks.IterationWandbLogger",
-            "init_args": {"save_dir": DEFAULT_ROOT_DIR, "project": "lostcities_cfr"},
+            "init_args": {"project": "lostcities_cfr"},
         },
-        {
-            "class_path": "pytorch_lightning.loggers.CSVLogger",
-            # Written after every iteration, so that ``report`` can plot a run in progress.
-            "init_args": {
-                "save_dir": DEFAULT_ROOT_DIR,
-                "name": "csv",
-                "flush_logs_every_n_steps": 1,
-            },
-        },
+        # Written after every iteration, so that ``report`` can plot a run in progress.
+        {"class_path": "lostcities_cfr.callbacks.IterationCSVLogger"},
     ],
     "plugins": [{"class_path": "lostcities_cfr.training.checkpoint.StreamingCheckpointIO"}],
 }
@@ -199,6 +193,8 @@ class DeepCFRCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.subcommand] if self.subcommand else self.config
+        if self.subcommand == "fit":
+            runs.loggers_follow_run(config.trainer)  # a logger's unset save_dir: the run's folder
         threads = config["threads"]
         if threads is not None:
             torch.set_num_threads(threads)

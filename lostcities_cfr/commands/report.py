@@ -1,4 +1,8 @@
-"""``python -m lostcities_cfr report RUN_DIR``: PNG plots of a run, for people without W&B.
+"""``python -m lostcities_cfr report RUN_DIR|SWEEP_DIR``: PNG plots of a run, for people
+without W&B, or a sweep's figures over seeds.
+
+A sweep's folder (``sweep`` writes ``sweep.json`` in it) gets its tables over seeds, with
+intervals, ``summary.json`` and ``curves.png`` (:mod:`lostcities_cfr.sweeps.summary`).
 
 Reads the ``metrics.csv`` that Lightning's ``CSVLogger`` writes (the callback
 stacks in ``callbacks/`` keep one next to W&B) and draws, against the CFR
@@ -16,16 +20,20 @@ A figure whose metrics the run never logged is skipped and named in the output.
 from __future__ import annotations
 
 import argparse
-import csv
-import math
+import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-METRICS_FILE = "metrics.csv"
-VERSION = re.compile(r"^version_(\d+)$")  # CSVLogger's folder of one start of a run
+from lostcities_cfr.commands.sweep import SWEEP_FILE
+from lostcities_cfr.errors import ConfigError, LostCitiesError
+from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.sweeps.study import load_study
+from lostcities_cfr.sweeps.summary import evaluate_checkpoints, format_summary, write_report
+from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
+
 EVAL_KEY = re.compile(r"^eval/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")
 # Phases as stacked in time.png: the traversal's own work, then the parts of
 # the traversal timed separately (network queries, buffer writes), then training
@@ -39,75 +47,6 @@ PHASES = (
     ("evaluation", "time/eval_s"),
 )
 INSIDE_TRAVERSAL = ("time/policy_network_s", "time/memory_add_s")
-
-
-def find_metrics_files(run_dir: Path) -> list[Path]:
-    """The metrics files of a run, oldest first: ``RUN_DIR/metrics.csv`` alone, or else the
-    newest ``metrics.csv`` below ``run_dir`` with those of its sibling ``version_N`` folders
-    (a resumed run logs each start to a version of its own).
-
-    Raises:
-        FileNotFoundError: there is none (names the directory and the fix).
-    """
-    if run_dir.is_file():
-        return [run_dir]
-    direct = run_dir / METRICS_FILE
-    if direct.is_file():
-        return [direct]
-    found = sorted(run_dir.rglob(METRICS_FILE), key=lambda p: p.stat().st_mtime)
-    if not found:
-        raise FileNotFoundError(
-            f"no {METRICS_FILE} in or below {run_dir}; report reads the CSVLogger's file, so "
-            "run with a callback stack from callbacks/ (they keep a CSVLogger) or pass the "
-            "folder that holds metrics.csv"
-        )
-    newest = found[-1]
-    if not VERSION.match(newest.parent.name):
-        return [newest]
-    versions = [
-        path
-        for path in newest.parent.parent.glob(f"version_*/{METRICS_FILE}")
-        if VERSION.match(path.parent.name)
-    ]
-    return sorted(versions, key=lambda p: int(VERSION.match(p.parent.name)[1]))
-
-
-def read_metrics(paths: Path | Sequence[Path]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Per-iteration metrics from CSVLogger files, merged in the order given.
-
-    Returns ``(iterations [I], {name: values [I]})``, sorted by iteration; a
-    metric missing at an iteration is ``nan``. Rows are keyed by the logged
-    ``iteration`` (or ``epoch + 1`` where it is missing); when one iteration
-    has several rows, the last value logged wins, so a resumed run's later file
-    replaces what an interrupted start logged for the same iteration.
-    """
-    rows = []
-    for path in [paths] if isinstance(paths, Path) else paths:
-        with path.open(newline="") as file:
-            rows += list(csv.DictReader(file))
-    by_iteration: dict[int, dict[str, float]] = {}
-    for row in rows:
-        values = {key: _number(text) for key, text in row.items() if key is not None}
-        iteration = values.get("iteration", math.nan)
-        if math.isnan(iteration):
-            iteration = values.get("epoch", math.nan) + 1
-        if math.isnan(iteration):
-            continue
-        merged = by_iteration.setdefault(int(iteration), {})
-        merged.update({k: v for k, v in values.items() if not math.isnan(v)})
-    iterations = np.array(sorted(by_iteration), dtype=np.int64)
-    names = sorted({name for values in by_iteration.values() for name in values})
-    columns = {
-        name: np.array([by_iteration[i].get(name, math.nan) for i in iterations]) for name in names
-    }
-    return iterations, columns
-
-
-def _number(text: str | None) -> float:
-    try:
-        return float(text) if text else math.nan
-    except ValueError:
-        return math.nan
 
 
 def plot_eval(iterations: np.ndarray, metrics: dict[str, np.ndarray], out: Path) -> bool:
@@ -297,10 +236,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=Path,
         help="the run's log folder (holding metrics.csv), or a folder above it: the newest "
         "metrics.csv below it is used, merged with its sibling version_N folders' (a "
-        "resumed run's earlier starts)",
+        "resumed run's earlier starts); or a sweep's folder (figures over seeds)",
     )
     parser.add_argument("--out", type=Path, default=None, help="where the PNGs go (RUN_DIR/report)")
+    sweeps = parser.add_argument_group("a sweep's folder")
+    sweeps.add_argument(
+        "--opponent",
+        action="append",
+        default=[],
+        help="play each seed's final checkpoint against this agent spec in duplicate games and "
+        "give the win rates over seeds (repeatable; Lost Cities sweeps)",
+    )
+    sweeps.add_argument("--games", type=int, default=1000, help="duplicate games a seed (1000)")
+    sweeps.add_argument("--seed", type=int, default=2026, help="seed of the deals (2026)")
+    sweeps.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
     args = parser.parse_args(argv)
+    if (args.run_dir / SWEEP_FILE).is_file():
+        report_sweep(parser, args)
+        return
+    if args.opponent:
+        parser.error(f"--opponent: {args.run_dir} is no sweep's folder (it holds no {SWEEP_FILE})")
     try:
         sources = find_metrics_files(args.run_dir)
         written = report(args.run_dir, args.out)
@@ -311,3 +266,35 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{span} from {', '.join(str(p) for p in sources)}")
     for name, path in written.items():
         print(f"{name:20} {path if path else 'skipped: the run logged none of its metrics'}")
+
+
+def report_sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Print a sweep's tables over seeds; write ``summary.json`` and ``curves.png`` in
+    ``--out`` (the sweep's folder); with ``--opponent``, the final checkpoints' win rates
+    over seeds too (``strength.json``)."""
+    sweep_dir = args.run_dir
+    out = args.out or sweep_dir
+    try:
+        where = json.loads((sweep_dir / SWEEP_FILE).read_text())
+        study = load_study(where["study"], where["storage"])
+    except (ConfigError, ValueError, KeyError) as error:
+        parser.exit(2, f"{parser.prog}: error: {sweep_dir / SWEEP_FILE}: {error}\n")
+    summary, written = write_report(study, out)
+    print(format_summary(summary))
+    strength = []
+    for opponent in args.opponent:
+        try:
+            measured = evaluate_checkpoints(summary, opponent, args.games, args.seed, args.rules)
+        except LostCitiesError as error:
+            parser.exit(2, f"{parser.prog}: error: --opponent {opponent}: {error}\n")
+        print()
+        print(format_summary(measured))
+        strength.append(measured)
+    if strength:
+        written["strength.json"] = out / "strength.json"
+        (out / "strength.json").write_text(
+            "[\n" + ",\n".join(m.to_json().rstrip() for m in strength) + "\n]\n"
+        )
+    print()
+    for name, path in written.items():
+        print(f"{name:20} {path if path else 'skipped: no trial logged the metric yet'}")

@@ -127,6 +127,26 @@ def check_run_folder(run_dir: str | Path, checkpoint_dir: str | Path, resume: Pa
         )
 
 
+def loggers_follow_run(trainer: Any) -> None:
+    """Give every logger whose ``save_dir`` is unset the run's folder (``default_root_dir``).
+
+    The shipped configs name the run's folder once, so ``--trainer.default_root_dir`` (what
+    ``sweep`` gives each trial) moves the logs with the checkpoints; a logger that names a
+    folder of its own keeps it, and :func:`check_log_folders` guards it.
+
+    Args:
+        trainer: the parsed ``trainer`` section (``logger``: one logger's ``class_path`` and
+            ``init_args``, a list of them, or a bool), changed in place.
+    """
+    loggers = trainer.logger
+    if isinstance(loggers, bool) or loggers is None:
+        return
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        init_args = getattr(logger, "init_args", None)
+        if init_args is not None and init_args.get("save_dir") is None:
+            init_args.save_dir = trainer.default_root_dir
+
+
 def check_log_folders(
     log_dirs: dict[str, str | Path],
     run_dir: str | Path,

@@ -45,8 +45,9 @@ TINY_CONFIG = tiny_config(Path("run"), max_epochs=2)
 
 
 def folder(name: str) -> list[str]:
-    """Overrides that put a run of tiny.yaml in ``name`` (its checkpoints and its logs)."""
-    return ["--trainer.default_root_dir", name, "--trainer.logger.init_args.save_dir", name]
+    """Overrides that put a run of tiny.yaml in ``name`` (its checkpoints and its logs, which
+    follow the run)."""
+    return ["--trainer.default_root_dir", name]
 
 
 @dataclass
@@ -74,6 +75,9 @@ EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.
 DDP = ["--trainer.devices", "2", "--trainer.strategy", "ddp"]
 DDP += ["--model.advantage_buffer_size", "64"]
 TAKEN_PORT = "<a port another process listens on>"
+# A sweep of tiny.yaml, one iteration a trial (its metric: the strategy network's loss)
+SWEEP = ["sweep", "--config", "tiny.yaml", "--trainer.max_epochs", "1"]
+SWEEP += ["--metric", "loss/strategy", "--out"]
 # The training tests' callbacks (run_probes.KillRankAt) for the runs to import.
 PROBES = {"PYTHONPATH": "tests/training"}  # below the repository's root
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,6 +325,31 @@ CASES = [
             *("--trainer.default_root_dir", "kuhn-predictive", "--model.predictive", "true"),
             *("--model.regret_targets", "cumulative"),
         ],
+    ),
+    Case(
+        "sweep: an unknown parameter in --set",
+        [*SWEEP, "sweep-set", "--set", "model.no_such_field=1,2"],
+    ),
+    Case(
+        "sweep: a search over an unknown parameter",
+        [*SWEEP, "sweep-search", "--search", "model.no_such_field=0.1:1", "--trials", "2"],
+    ),
+    Case(
+        "sweep: a metric the run never logs",
+        [*SWEEP, "sweep-metric", "--seeds", "1", "--metric", "loss/strategi"],
+    ),
+    Case(
+        "sweep: a storage URL that cannot be reached",
+        [*SWEEP, "sweep-storage", "--storage", "postgresql+psycopg2://nobody@127.0.0.1:9/none"],
+    ),
+    Case(
+        "sweep: one trial, then its folder reused",
+        [*SWEEP, "sweep-reused", "--seeds", "1"],
+        shows=r"trial 0 complete",
+    ),
+    Case(
+        "... by a sweep of another experiment (kept)",
+        [*SWEEP, "sweep-reused", "--seeds", "1", "--set", "model.learning_rate=0.01"],
     ),
 ]
 

@@ -199,10 +199,23 @@ def test_a_checkpoint_with_non_finite_rows_or_weights_is_refused_on_resume(
     assert "weights.ckpt: weight strategy_net.hidden.0.0.weight holds NaN or infinite" in err
 
 
-def test_a_new_run_whose_loggers_log_into_another_run_is_refused(write_config, tmp_path, capsys):
-    # A run moved with --trainer.default_root_dir alone: its logger still names the first
-    # run's folder, where it would replace config.yaml and mix the logs.
+def test_a_run_moved_with_its_root_dir_moves_its_logs_too(write_config, tmp_path):
+    # The logger names no save_dir: it logs in the run's folder, wherever that is.
     config = write_config(name="run", max_epochs=1, final_eval_games=0)
+    fit(config)
+    fit(config, "--trainer.default_root_dir", str(tmp_path / "moved"))
+    for folder in ("run", "moved"):
+        assert len(list((tmp_path / folder).rglob("metrics.csv"))) == 1
+        assert len(list((tmp_path / folder).rglob("config.yaml"))) == 1
+
+
+def test_a_new_run_whose_loggers_log_into_another_run_is_refused(write_config, tmp_path, capsys):
+    # A run moved with --trainer.default_root_dir alone, its logger naming the first run's
+    # folder: it would replace config.yaml there and mix the logs.
+    config = write_config(name="run", max_epochs=1, final_eval_games=0)
+    named = yaml.safe_load(config.read_text())
+    named["trainer"]["logger"]["init_args"]["save_dir"] = str(tmp_path / "run")
+    config.write_text(yaml.safe_dump(named))
     fit(config)
     (saved,) = (tmp_path / "run").rglob("config.yaml")
     before = saved.read_text()

@@ -76,9 +76,9 @@ def tiny_config(run_dir: Path, max_epochs: int = 3, **model: object) -> dict:
         "trainer": {
             "max_epochs": max_epochs,
             "default_root_dir": str(run_dir),
-            "logger": {
-                "class_path": "pytorch_lightning.loggers.CSVLogger",
-                "init_args": {"save_dir": str(run_dir), "name": "csv"},
+            "logger": {  # in the run's folder, which fit gives it (loggers follow the run)
+                "class_path": "lostcities_cfr.callbacks.IterationCSVLogger",
+                "init_args": {"name": "csv"},
             },
             "enable_progress_bar": False,
             "enable_model_summary": False,

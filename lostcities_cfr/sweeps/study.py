@@ -1,0 +1,228 @@
+"""A sweep as an Optuna study: its storage, its trials' life, and who runs which.
+
+The study holds the :class:`~lostcities_cfr.sweeps.spec.SweepSpec` (a user attribute) and
+every trial's state, so any number of sweep processes, on one machine or several sharing a
+database (``--storage``), run its trials between them, Optuna's documented way:
+
+- A grid sweep enqueues each seed and grid point once, when the study is created; a worker
+  takes a waiting trial with :meth:`optuna.Study.ask`, which moves it to RUNNING in the
+  database, so two workers never take the same one. A search asks Optuna's sampler for new
+  trials until it has ``trials`` of them.
+- Each running trial's worker records a heartbeat. A worker that dies (SIGKILL, a lost
+  machine) stops beating; the next worker to look fails its trials once they are
+  :data:`GRACE_S` seconds stale, and :class:`~optuna.storages.RetryHeartbeatStaleTrialCallback`
+  enqueues each again with its parameters: only what was running is lost, and a finished
+  trial is never run again.
+- A trial whose ``fit`` failed is told FAIL with the error line (user attribute ``error``);
+  it is finished, not retried.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
+from optuna.trial import FrozenTrial, TrialState
+
+from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.sweeps.spec import SEED, SweepSpec
+
+HEARTBEAT_S = 5  # a running trial's worker writes a heartbeat this often
+GRACE_S = 20  # a trial whose heartbeat is this old lost its worker: it is run again
+MAX_RETRIES = 2  # a trial whose workers died this often is left failed
+SPEC = "spec"  # the study's user attribute holding the spec
+READY = "ready"  # set once the creator has enqueued the grid: joiners wait for it
+ERROR = "error"  # a failed trial's error line: finished, not retried
+RUN_DIR = "run_dir"  # where a trial's fit ran
+UNUSED = "unused"  # a trial asked for in a race with another worker, and never run
+
+# States of a trial whose work is done; FAIL counts only with an error line.
+DONE = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def storage_url(folder: str) -> str:
+    """The default storage: SQLite in the sweep's folder."""
+    return f"sqlite:///{folder}/study.db"
+
+
+def open_study(spec: SweepSpec, name: str, url: str, grace_s: float = GRACE_S) -> optuna.Study:
+    """The sweep's study in ``url``: created with ``spec`` (a grid's trials enqueued), or
+    joined when it exists and was made with the same spec.
+
+    Args:
+        spec: what the sweep runs; None-like differences are refused.
+        name: the study's name in the database.
+        url: any database URL Optuna accepts (``sqlite:///...``, ``postgresql://...``).
+        grace_s: how stale a running trial's heartbeat is before its worker counts as dead.
+
+    Raises:
+        ConfigError: the database cannot be reached, or holds a study of this name made with
+            another spec (the differing fields named).
+    """
+    storage = open_storage(url, grace_s)
+    try:
+        study = optuna.create_study(
+            study_name=name,
+            storage=storage,
+            direction="maximize" if spec.metric is None else spec.better(spec.metric),
+            sampler=optuna.samplers.TPESampler(seed=spec.seeds[0]),
+        )
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(
+            study_name=name, storage=storage, sampler=optuna.samplers.TPESampler(seed=spec.seeds[0])
+        )
+        _wait_until_ready(study)
+        held = SweepSpec.from_dict(study.user_attrs[SPEC])
+        differing = held.differences(spec)
+        if differing:
+            raise ConfigError(
+                f"the study {name!r} in {url} is a sweep of another experiment: "
+                f"{'; '.join(differing)}; give this sweep another --out (or --name), or "
+                "rerun with the sweep's own arguments"
+            ) from None
+        return study
+    study.set_user_attr(SPEC, spec.to_dict())
+    for params in [] if spec.is_search else spec.points():
+        study.enqueue_trial(params)
+    study.set_user_attr(READY, True)
+    return study
+
+
+def load_study(name: str, url: str) -> optuna.Study:
+    """An existing sweep's study, to read (``report``)."""
+    storage = open_storage(url)
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        raise ConfigError(f"{url} holds no sweep named {name!r}") from None
+
+
+def open_storage(url: str, grace_s: float = GRACE_S) -> RDBStorage:
+    """Optuna's database storage with heartbeats, refusing a database it cannot reach."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the sweep prints its own lines
+    # Heartbeats and stale-trial failing are marked experimental, and meant for
+    # Study.optimize; a sweep runs trials in processes of their own, so it beats for them.
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    try:
+        return RDBStorage(
+            url,
+            engine_kwargs=engine,
+            heartbeat_interval=max(1, min(HEARTBEAT_S, int(grace_s) // 4)),
+            grace_period=int(grace_s),
+            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES),
+        )
+    except Exception as error:  # SQLAlchemy's errors for a bad URL, host or password
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ConfigError(f"--storage {url}: cannot be used ({reason})") from None
+
+
+def spec_of(study: optuna.Study) -> SweepSpec:
+    return SweepSpec.from_dict(study.user_attrs[SPEC])
+
+
+def claim(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None:
+    """A trial for this worker to run now, or None when none is left to start.
+
+    Stale trials (dead workers) are failed first, which enqueues them again. A grid sweep
+    runs only its enqueued trials; a search asks the sampler until it has ``trials``.
+    """
+    fail_stale_trials(study)
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    if not waiting and not (spec.is_search and counted(study) < (spec.trials or 0)):
+        return None
+    trial = study.ask()
+    # At once: a trial with no heartbeat at all is never found stale (Optuna skips those).
+    heartbeat(study, trial)
+    if not spec.is_search and "fixed_params" not in _system_attrs(study, trial):
+        # Another worker took the last waiting trial between the look and the ask: this
+        # trial was made afresh. It is closed unrun and left out of every figure.
+        trial.set_user_attr(UNUSED, True)
+        study.tell(trial, state=TrialState.FAIL)
+        return None
+    return trial
+
+
+def counted(study: optuna.Study) -> int:
+    """Trials that stand for a setting: all but those failed without an error line (a dead
+    worker's, each enqueued again) and the unused."""
+    return sum(1 for t in study.get_trials(deepcopy=False) if not _superseded(t))
+
+
+def unfinished(study: optuna.Study) -> list[FrozenTrial]:
+    """Trials still waiting or running, anyone's."""
+    fail_stale_trials(study)
+    return study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
+
+
+def results(study: optuna.Study) -> list[FrozenTrial]:
+    """The sweep's trials, each setting once: a dead worker's trial is left out for its
+    retry, and so are unused ones."""
+    return [t for t in study.get_trials() if not _superseded(t)]
+
+
+def heartbeat(study: optuna.Study, trial: optuna.Trial) -> None:
+    study._storage.record_heartbeat(trial._trial_id)
+
+
+def heartbeat_interval(study: optuna.Study) -> float:
+    return float(study._storage.get_heartbeat_interval() or HEARTBEAT_S)
+
+
+def fail(study: optuna.Study, trial: optuna.Trial, error: str) -> None:
+    """Close ``trial`` as failed with its error line: finished, not retried."""
+    trial.set_user_attr(ERROR, error)
+    study.tell(trial, state=TrialState.FAIL)
+
+
+def give_back(study: optuna.Study, trial: optuna.Trial) -> None:
+    """Close a trial this worker stops without a result (Ctrl-C): failed without an error
+    line and enqueued again, as a dead worker's trial would be."""
+    study.tell(trial, state=TrialState.FAIL)
+    frozen = study._storage.get_trial(trial._trial_id)
+    RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES)(study, frozen)
+
+
+def _system_attrs(study: optuna.Study, trial: optuna.Trial) -> dict[str, Any]:
+    # Optuna's own bookkeeping (an enqueued trial's fixed_params): no public accessor since 4.
+    return study._storage.get_trial_system_attrs(trial._trial_id)
+
+
+def _superseded(trial: FrozenTrial) -> bool:
+    if trial.user_attrs.get(UNUSED):
+        return True
+    return trial.state == TrialState.FAIL and ERROR not in trial.user_attrs
+
+
+def _wait_until_ready(study: optuna.Study, timeout_s: float = 60.0) -> None:
+    """A study another worker is creating right now: wait until its grid is enqueued."""
+    deadline = time.monotonic() + timeout_s
+    while not study.user_attrs.get(READY):
+        if time.monotonic() > deadline:
+            raise ConfigError(
+                f"the study {study.study_name!r} exists but was never made ready (its creator "
+                "stopped while enqueuing the grid): delete it, or its sweep folder, and rerun"
+            )
+        time.sleep(0.5)
+
+
+def trial_params(
+    study: optuna.Study, trial: optuna.Trial | FrozenTrial, spec: SweepSpec
+) -> dict[str, Any]:
+    """The trial's parameters, suggested through Optuna so that dashboards show them: an
+    enqueued trial gets its fixed values back, a search trial the sampler's draw."""
+    if isinstance(trial, FrozenTrial):
+        return dict(trial.params) or dict(trial.system_attrs.get("fixed_params", {}))
+    if not spec.is_search:
+        choices = {**spec.grid, SEED: spec.seeds}
+        fixed: dict[str, Any] = _system_attrs(study, trial)["fixed_params"]
+        return {name: trial.suggest_categorical(name, choices[name]) for name in fixed}
+    params: dict[str, Any] = {
+        name: trial.suggest_float(name, r.low, r.high, log=r.log) for name, r in spec.search.items()
+    }
+    params[SEED] = trial.suggest_categorical(SEED, spec.seeds)
+    return params

@@ -1,0 +1,134 @@
+"""``sweep`` and ``report SWEEP_DIR`` end to end on a tiny real config (tiny Lost Cities
+rules, two iterations a trial), and the bad input they refuse with one line and exit 2,
+losing nothing of a sweep."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+from tiny_training import tiny_config
+
+TINY_YAML = Path(__file__).resolve().parent / "tiny_sweep.yaml"  # written by the fixture
+TINY = ["--config", str(TINY_YAML), "--trainer.max_epochs", "2"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tiny_yaml():
+    TINY_YAML.write_text(yaml.safe_dump(tiny_config(Path("runs/unused"), max_epochs=2)))
+    yield
+    TINY_YAML.unlink()
+
+
+def sweep(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", "sweep", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def report(folder, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", "report", str(folder), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A sweep of two seeds of Kuhn's SD-CFR, two iterations each, one at a time."""
+    out = tmp_path_factory.mktemp("sweep") / "tiny"
+    done = sweep(*TINY, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out, done
+
+
+def test_a_sweep_runs_each_seed_in_its_own_run_folder_loggers_included(finished):
+    out, done = finished
+    assert "trial 0 complete" in done.stdout and "trial 1 complete" in done.stdout
+    for n in ("0000", "0001"):
+        trial = out / "trials" / n
+        assert (trial / "checkpoints" / "final.ckpt").is_file()
+        assert list(trial.glob("csv/version_0/metrics.csv"))  # the CSV logger followed the run
+        assert list(trial.rglob("config.yaml"))  # what ran, where its first logger logs
+    seeds = [yaml_seed(next((out / "trials" / n).rglob("config.yaml"))) for n in ("0000", "0001")]
+    assert seeds == [0, 1]
+    # what the trial's W&B logger reads for its group and config (test_wandb_logger.py)
+    trial_file = yaml.safe_load((out / "trials/0001/sweep_trial.yaml").read_text())
+    assert trial_file == {"sweep": "tiny", "trial": 1, "seed": 1}
+
+
+def yaml_seed(path):
+    return yaml.safe_load(path.read_text())["seed_everything"]
+
+
+def test_report_gives_each_seed_and_the_figures_over_seeds(finished):
+    out, _ = finished
+    done = report(out)
+    assert done.returncode == 0, done.stderr
+    assert "loss/strategy (lower is better)" in done.stdout
+    assert f"ckpt:{(out / 'trials/0000/checkpoints/final.ckpt').resolve()}" in done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    (setting,) = summary["settings"]
+    assert setting["seeds"] == [0, 1] and len(setting["values"]) == 2
+    assert setting["low"] <= setting["iqm"] <= setting["high"]
+    assert setting["iqm_ci"][0] <= setting["iqm"] <= setting["iqm_ci"][1]
+    assert (out / "curves.png").stat().st_size > 0
+
+
+def test_report_plays_each_seeds_final_checkpoint_against_an_opponent(finished):
+    out, _ = finished
+    done = report(out, "--opponent", "random", "--games", "20", "--rules", "tiny")
+    assert done.returncode == 0, done.stderr
+    assert "win_rate vs random (20 duplicate games, seed 2026)" in done.stdout
+    (strength,) = json.loads((out / "strength.json").read_text())
+    (setting,) = strength["settings"]
+    assert setting["seeds"] == [0, 1]
+    assert all(0.0 <= v <= 1.0 for v in setting["values"])
+
+
+def test_rerunning_a_finished_sweep_runs_nothing_again(finished):
+    out, _ = finished
+    done = sweep(*TINY, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "started" not in done.stdout and "2 complete" in done.stdout
+
+
+def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished):
+    out, _ = finished
+    before = (out / "study.db").read_bytes()
+    done = sweep(*TINY, "--seeds", "3", "--metric", "loss/strategy", "--out", str(out))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "is a sweep of another experiment: seeds [0, 1, 2] (the sweep's: [0, 1])" in line
+    assert (out / "study.db").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--set", "model.no_such_field=1,2"], "no_such_field"),
+        (["--storage", "postgresql+psycopg2://nobody@127.0.0.1:9/none"], "--storage postgresql"),
+        (["--jobs", "0"], "--jobs 0"),
+        (["--seeds", "two"], "--seeds two"),
+        (["--jobz", "2"], "--jobz"),
+        (
+            ["--search", "model.learning_rate=0.1:0.01", "--trials", "2", "--metric", "m"],
+            "LOW must be below HIGH",
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, args, named):
+    done = sweep(*TINY, "--out", str(tmp_path / "s"), *args)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("python -m lostcities_cfr sweep: error:") and named in line
+    assert not (tmp_path / "s" / "trials").exists()  # nothing ran
