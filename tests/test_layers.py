@@ -26,8 +26,11 @@ LAYERS = [
         {"training", "baselines"},
     ),
     ("evaluation, timing, compile toggles, checkpoints", {"callbacks"}),
-    # runs fit in processes of its own; reads runs' metrics and the W&B logger's trial file
-    ("sweeps: a config over seeds and settings as an Optuna study, figures over seeds", {"sweeps"}),
+    # runs fit in processes of its own, reads their metrics.csv; report plays their checkpoints
+    (
+        "sweeps: runs' logged metrics read back; a config over seeds and settings as an Optuna study; figures over seeds",
+        {"sweeps"},
+    ),
     ("a local web page: play an agent, replay recorded games", {"serve"}),
     (
         "each command parses its arguments and hands the work to the layers below",

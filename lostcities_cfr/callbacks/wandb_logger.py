@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
 from pytorch_lightning.loggers import WandbLogger
 
 ITERATION = "iteration"
-SWEEP_TRIAL_FILE = "sweep_trial.yaml"  # written by ``sweep`` in each trial's run folder
 
 
 class IterationWandbLogger(WandbLogger):
@@ -21,10 +18,6 @@ class IterationWandbLogger(WandbLogger):
     by default, written under ``runs/wandb/``; ``wandb sync runs/wandb/offline-run-*``
     uploads one later. The run's full config reaches W&B through
     :class:`~lostcities_cfr.callbacks.SaveConfigToLoggers`.
-
-    A run that is a ``sweep`` trial (its folder holds ``sweep_trial.yaml``) joins the
-    sweep's group, and its config gains ``sweep``: the sweep's name, the trial's number, its
-    seed and its settings, so that a dashboard groups a setting's seeds into one band.
 
     Args:
         name: display name of the run.
@@ -45,11 +38,6 @@ class IterationWandbLogger(WandbLogger):
         **kwargs: Any,
     ) -> None:
         save_dir = "runs" if save_dir is None else save_dir
-        trial_file = Path(save_dir) / SWEEP_TRIAL_FILE
-        if trial_file.is_file():
-            trial = yaml.safe_load(trial_file.read_text())
-            kwargs["group"] = kwargs.get("group") or trial["sweep"]
-            kwargs["config"] = {**(kwargs.get("config") or {}), "sweep": trial}
         super().__init__(name=name, save_dir=save_dir, offline=offline, project=project, **kwargs)
         self._axis_defined = False
 

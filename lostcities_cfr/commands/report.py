@@ -30,9 +30,9 @@ import numpy as np
 from lostcities_cfr.commands.sweep import SWEEP_FILE
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 from lostcities_cfr.sweeps.study import load_study
 from lostcities_cfr.sweeps.summary import evaluate_checkpoints, format_summary, write_report
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
 
 EVAL_KEY = re.compile(r"^eval/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")
 # Phases as stacked in time.png: the traversal's own work, then the parts of

@@ -8,10 +8,9 @@ value, or FAIL with the run's error line. A trial's processes die with the worke
 (``PR_SET_PDEATHSIG`` on Linux), so a killed sweep leaves no run behind that the retry would
 race.
 
-Each trial's W&B run (offline, as every run) has the sweep as its group and the trial's
-seed and settings in its config (the trial's ``sweep_trial.yaml``, which
-:class:`~lostcities_cfr.callbacks.IterationWandbLogger` reads), so a dashboard draws the
-seeds of a setting as one band.
+Each trial's W&B run (offline, as every run) has the sweep as its group
+(``WANDB_RUN_GROUP``); its config, the whole ``fit`` config as every run's, holds its seed
+(``seed_everything``) and its settings, so a dashboard groups a setting's seeds into one band.
 """
 
 from __future__ import annotations
@@ -34,14 +33,12 @@ from typing import IO, Any
 
 import numpy as np
 import optuna
-import yaml
 from optuna.trial import TrialState
 
-from lostcities_cfr.callbacks.wandb_logger import SWEEP_TRIAL_FILE
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.sweeps import study as studies
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 from lostcities_cfr.sweeps.spec import SEED, SweepSpec, setting_label
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
 
 POLL_S = 1.0  # how often running trials are looked at
 TRIALS_DIR = "trials"
@@ -153,6 +150,10 @@ class SweepRunner:
         say: where progress lines go.
         status_every: seconds between two status lines of the running trials.
         command: builds a trial's command (:func:`fit_command`; tests run small stand-ins).
+        poll_s: seconds between two looks at the running trials.
+        pruner: stops a search's poor trials early (None: Optuna's median pruner, which stops
+            a trial whose metric at an iteration is worse than the median of the trials
+            before it at that iteration, once 3 have finished and past ``prune_after``).
     """
 
     def __init__(
@@ -166,12 +167,14 @@ class SweepRunner:
         say: Callable[[str], None] = print,
         status_every: float = 60.0,
         command: Command = fit_command,
+        poll_s: float = POLL_S,
+        pruner: optuna.pruners.BasePruner | None = None,
     ) -> None:
         self.study, self.spec, self.out = study, spec, out
         self.jobs, self.threads, self.say = jobs, threads, say
-        self.status_every, self.command = status_every, command
-        self.pruner = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=prune_after)
-        study.pruner = self.pruner
+        self.status_every, self.command, self.poll_s = status_every, command, poll_s
+        median = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=prune_after)
+        study.pruner = pruner or median
         self.running: list[RunningTrial] = []
         self.stop_reason: str | None = None  # set when no more trials should start
 
@@ -193,7 +196,7 @@ class SweepRunner:
                 if time.monotonic() - last_status >= self.status_every:
                     self.say(self.status())
                     last_status = time.monotonic()
-                time.sleep(POLL_S)
+                time.sleep(self.poll_s)
         except KeyboardInterrupt:
             for running in self.running:
                 _stop(running.process)
@@ -220,17 +223,13 @@ class SweepRunner:
         params = studies.trial_params(self.study, trial, self.spec)
         run_dir = self.out / TRIALS_DIR / f"{trial.number:04d}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        trial_file = run_dir / SWEEP_TRIAL_FILE  # the W&B group and config (IterationWandbLogger)
-        trial_file.write_text(
-            yaml.safe_dump({"sweep": self.study.study_name, "trial": trial.number, **params})
-        )
         command = self.command(self.spec, params, run_dir, self.threads)
         log = (run_dir / FIT_LOG).open("w")
         process = subprocess.Popen(
             command,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_env(self.threads),
+            env=_env(self.threads, self.study.study_name),
             preexec_fn=_die_with_parent,
         )
         trial.set_user_attr(studies.RUN_DIR, str(run_dir.resolve()))
@@ -313,12 +312,14 @@ def _label(params: dict[str, Any]) -> str:
     return f"seed={params[SEED]} {setting_label(params)}".removesuffix(" config")
 
 
-def _env(threads: int) -> dict[str, str]:
+def _env(threads: int, group: str | None = None) -> dict[str, str]:
     """A trial's environment: one BLAS/OpenMP pool of ``threads``, W&B offline unless the
-    user said otherwise."""
+    user said otherwise, and the sweep as the W&B run's group (W&B's own variable)."""
     env = dict(os.environ)
     env.setdefault("WANDB_MODE", "offline")
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    if group is not None:
+        env["WANDB_RUN_GROUP"] = group
     return env
 
 

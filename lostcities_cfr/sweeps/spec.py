@@ -142,6 +142,18 @@ class SweepSpec:
             if mine[name] != theirs[name]
         ]
 
+    def grows_to(self, other: SweepSpec) -> bool:
+        """Whether ``other`` is this grid with more seeds or more grid values, and nothing
+        else changed: the same experiment, grown (its points are a superset of these)."""
+        if self.is_search or other.is_search or self.grid.keys() != other.grid.keys():
+            return False
+        mine, theirs = self.to_dict(), other.to_dict()
+        if any(mine[k] != theirs[k] for k in mine if k not in ("seeds", "grid")):
+            return False
+        return set(self.seeds) <= set(other.seeds) and all(
+            set(values) <= set(other.grid[name]) for name, values in self.grid.items()
+        )
+
 
 def parse_grid(items: list[str]) -> dict[str, list[str]]:
     """``--set NAME=V1,V2`` items as ``{NAME: [V1, V2]}``; a name given twice is refused."""

@@ -15,6 +15,8 @@ database (``--storage``), run its trials between them, Optuna's documented way:
   trial is never run again.
 - A trial whose ``fit`` failed is told FAIL with the error line (user attribute ``error``);
   it is finished, not retried.
+- A grid grows: the same command with more seeds or more grid values (and nothing else
+  changed) enqueues the new points' trials; anything else is another experiment, refused.
 """
 
 from __future__ import annotations
@@ -39,9 +41,6 @@ ERROR = "error"  # a failed trial's error line: finished, not retried
 RUN_DIR = "run_dir"  # where a trial's fit ran
 UNUSED = "unused"  # a trial asked for in a race with another worker, and never run
 
-# States of a trial whose work is done; FAIL counts only with an error line.
-DONE = (TrialState.COMPLETE, TrialState.PRUNED)
-
 
 def storage_url(folder: str) -> str:
     """The default storage: SQLite in the sweep's folder."""
@@ -49,11 +48,11 @@ def storage_url(folder: str) -> str:
 
 
 def open_study(spec: SweepSpec, name: str, url: str, grace_s: float = GRACE_S) -> optuna.Study:
-    """The sweep's study in ``url``: created with ``spec`` (a grid's trials enqueued), or
-    joined when it exists and was made with the same spec.
+    """The sweep's study in ``url``: created with ``spec`` (a grid's trials enqueued), joined
+    when it exists and was made with the same spec, or grown (:meth:`SweepSpec.grows_to`).
 
     Args:
-        spec: what the sweep runs; None-like differences are refused.
+        spec: what the sweep runs.
         name: the study's name in the database.
         url: any database URL Optuna accepts (``sqlite:///...``, ``postgresql://...``).
         grace_s: how stale a running trial's heartbeat is before its worker counts as dead.
@@ -63,20 +62,26 @@ def open_study(spec: SweepSpec, name: str, url: str, grace_s: float = GRACE_S) -
             another spec (the differing fields named).
     """
     storage = open_storage(url, grace_s)
+    sampler = optuna.samplers.TPESampler(seed=spec.seeds[0])  # a search's draws, reproducible
     try:
         study = optuna.create_study(
             study_name=name,
             storage=storage,
-            direction="maximize" if spec.metric is None else spec.better(spec.metric),
-            sampler=optuna.samplers.TPESampler(seed=spec.seeds[0]),
+            direction=spec.better(spec.metric or ""),
+            sampler=sampler,
         )
     except optuna.exceptions.DuplicatedStudyError:
-        study = optuna.load_study(
-            study_name=name, storage=storage, sampler=optuna.samplers.TPESampler(seed=spec.seeds[0])
-        )
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         _wait_until_ready(study)
         held = SweepSpec.from_dict(study.user_attrs[SPEC])
         differing = held.differences(spec)
+        if differing and held.grows_to(spec):
+            # More seeds or grid values: their trials join the study; the rest stays.
+            for params in spec.points():
+                if params not in held.points():
+                    study.enqueue_trial(params)
+            study.set_user_attr(SPEC, spec.to_dict())
+            return study
         if differing:
             raise ConfigError(
                 f"the study {name!r} in {url} is a sweep of another experiment: "
@@ -148,9 +153,8 @@ def claim(study: optuna.Study, spec: SweepSpec) -> optuna.Trial | None:
 
 
 def counted(study: optuna.Study) -> int:
-    """Trials that stand for a setting: all but those failed without an error line (a dead
-    worker's, each enqueued again) and the unused."""
-    return sum(1 for t in study.get_trials(deepcopy=False) if not _superseded(t))
+    """Trials that stand for a setting (:func:`results`)."""
+    return len(results(study, deepcopy=False))
 
 
 def unfinished(study: optuna.Study) -> list[FrozenTrial]:
@@ -159,10 +163,18 @@ def unfinished(study: optuna.Study) -> list[FrozenTrial]:
     return study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING))
 
 
-def results(study: optuna.Study) -> list[FrozenTrial]:
-    """The sweep's trials, each setting once: a dead worker's trial is left out for its
-    retry, and so are unused ones."""
-    return [t for t in study.get_trials() if not _superseded(t)]
+def results(study: optuna.Study, deepcopy: bool = True) -> list[FrozenTrial]:
+    """The sweep's trials, each setting once: a dead worker's trial is left out where it was
+    enqueued again (its retry stands for it), and so are unused ones. One left failed
+    without an error line had its workers die more than :data:`MAX_RETRIES` times."""
+    trials = study.get_trials(deepcopy=deepcopy)
+    retried = {n for t in trials for n in t.system_attrs.get("retry_history", [])}
+    return [
+        t
+        for t in trials
+        if not t.user_attrs.get(UNUSED)
+        and not (t.state == TrialState.FAIL and ERROR not in t.user_attrs and t.number in retried)
+    ]
 
 
 def heartbeat(study: optuna.Study, trial: optuna.Trial) -> None:
@@ -192,12 +204,6 @@ def _system_attrs(study: optuna.Study, trial: optuna.Trial) -> dict[str, Any]:
     return study._storage.get_trial_system_attrs(trial._trial_id)
 
 
-def _superseded(trial: FrozenTrial) -> bool:
-    if trial.user_attrs.get(UNUSED):
-        return True
-    return trial.state == TrialState.FAIL and ERROR not in trial.user_attrs
-
-
 def _wait_until_ready(study: optuna.Study, timeout_s: float = 60.0) -> None:
     """A study another worker is creating right now: wait until its grid is enqueued."""
     deadline = time.monotonic() + timeout_s
@@ -213,14 +219,16 @@ def _wait_until_ready(study: optuna.Study, timeout_s: float = 60.0) -> None:
 def trial_params(
     study: optuna.Study, trial: optuna.Trial | FrozenTrial, spec: SweepSpec
 ) -> dict[str, Any]:
-    """The trial's parameters, suggested through Optuna so that dashboards show them: an
-    enqueued trial gets its fixed values back, a search trial the sampler's draw."""
+    """The trial's parameters: an enqueued (grid) trial's fixed values, or a search trial's
+    draw from the sampler.
+
+    A grid's values are not suggested through Optuna: its categorical distributions cannot
+    change between trials, and a grown grid changes them.
+    """
     if isinstance(trial, FrozenTrial):
         return dict(trial.params) or dict(trial.system_attrs.get("fixed_params", {}))
     if not spec.is_search:
-        choices = {**spec.grid, SEED: spec.seeds}
-        fixed: dict[str, Any] = _system_attrs(study, trial)["fixed_params"]
-        return {name: trial.suggest_categorical(name, choices[name]) for name in fixed}
+        return dict(_system_attrs(study, trial)["fixed_params"])
     params: dict[str, Any] = {
         name: trial.suggest_float(name, r.low, r.high, log=r.log) for name, r in spec.search.items()
     }

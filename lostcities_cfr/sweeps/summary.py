@@ -29,8 +29,8 @@ from optuna.trial import TrialState
 
 from lostcities_cfr.sweeps import statistics
 from lostcities_cfr.sweeps import study as studies
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 from lostcities_cfr.sweeps.spec import SEED, SweepSpec, setting_label
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
 
 SUMMARY_FILE = "summary.json"
 CURVES_FILE = "curves.png"
@@ -195,7 +195,12 @@ def _trial_result(
         seconds=trial.user_attrs.get("seconds"),
         run_dir=run_dir,
         checkpoint=str(checkpoint) if checkpoint and checkpoint.is_file() else None,
-        error=trial.user_attrs.get(studies.ERROR),
+        error=trial.user_attrs.get(studies.ERROR)
+        or (
+            f"its worker died {studies.MAX_RETRIES + 1} times"
+            if trial.state == TrialState.FAIL
+            else None
+        ),
     )
 
 
@@ -220,9 +225,9 @@ def format_summary(summary: Summary) -> str:
     ]
     for s in summary.settings:
         interval = (
-            "one seed: no interval"
-            if len(s.values) < 2
-            else f"[{s.iqm_ci[0]:.4g}, {s.iqm_ci[1]:.4g}]"
+            f"[{s.iqm_ci[0]:.4g}, {s.iqm_ci[1]:.4g}]"
+            if len(s.values) >= 2
+            else ("one seed: no interval" if s.values else "no result yet")
         )
         pending = f"  ({s.unfinished} not complete)" if s.unfinished else ""
         lines.append(
@@ -237,7 +242,7 @@ def format_summary(summary: Summary) -> str:
             )
     checkpoints = [t.checkpoint for t in summary.trials if t.checkpoint]
     if checkpoints:
-        lines += ["", "final checkpoints (agent specs for evaluate and league):"]
+        lines += ["", "final checkpoints (agent specs for evaluate, league and nashconv):"]
         lines += [f"  ckpt:{path}" for path in checkpoints]
     return "\n".join(lines)
 
@@ -277,7 +282,17 @@ def plot_curves(summary: Summary, path: Path) -> bool:
     by_seconds.set_xlabel("minutes (this machine's)")
     for ax in (by_iteration, by_seconds):
         ax.set_ylabel(summary.metric)
-        ax.legend(fontsize="small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    if not by_seconds.lines:
+        by_seconds.text(
+            0.5,
+            0.5,
+            "the runs logged no clock:\ntime/iteration_s (PhaseTimer) or time/elapsed_s",
+            ha="center",
+            va="center",
+            transform=by_seconds.transAxes,
+        )
     fig.suptitle(f"{summary.study}: median over seeds, band lowest to highest seed")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

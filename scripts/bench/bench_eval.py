@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from lostcities_cfr.callbacks import PeriodicEvaluation
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 from lostcities_cfr.training import DeepCFR, load_model
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
 
 
 def training_iteration_seconds(run_dir: Path) -> float:

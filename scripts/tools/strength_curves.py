@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 
 # PeriodicEvaluation's and the final evaluation's points (eval/), BestCheckpoint's (best/).
 CURVE_KEY = re.compile(r"^(?P<root>eval|best)/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")

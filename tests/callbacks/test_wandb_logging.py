@@ -10,9 +10,8 @@ from pytorch_lightning.cli import LightningCLI
 from tiny_runs import DESIGN_METRICS, EVAL_SUFFIXES, tiny_cli_model
 from wandb_records import config, history, metric_definitions, run_file
 
-from lostcities_cfr.callbacks import IterationWandbLogger, SaveConfigToLoggers
+from lostcities_cfr.callbacks import SaveConfigToLoggers
 from lostcities_cfr.callbacks.evaluation import TABLE_COLUMNS
-from lostcities_cfr.callbacks.wandb_logger import SWEEP_TRIAL_FILE
 from lostcities_cfr.training import DeepCFR
 
 RUN = {
@@ -96,15 +95,3 @@ def test_the_full_config_is_stored_with_the_run(wandb_run):
     assert callbacks[0]["class_path"] == "lostcities_cfr.callbacks.PeriodicEvaluation"
     saved = yaml.safe_load((Path(cli.trainer.log_dir) / "config.yaml").read_text())
     assert saved["model"]["batch_size"] == 32
-
-
-def test_a_sweep_trial_joins_its_sweeps_group_with_its_seed_and_settings(tmp_path):
-    (tmp_path / SWEEP_TRIAL_FILE).write_text("sweep: lr\ntrial: 3\nseed: 2\nmodel.lr: '0.01'\n")
-    logger = IterationWandbLogger(save_dir=str(tmp_path), config={"mine": 1})
-    assert logger._wandb_init["group"] == "lr"
-    assert logger._wandb_init["config"] == {
-        "mine": 1,
-        "sweep": {"sweep": "lr", "trial": 3, "seed": 2, "model.lr": "0.01"},
-    }
-    # a run that is no trial keeps W&B's defaults, and a group it names
-    assert IterationWandbLogger(save_dir=str(tmp_path / "x"), group="g")._wandb_init["group"] == "g"

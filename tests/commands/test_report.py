@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lostcities_cfr.commands.report import main, phase_shares, report
-from lostcities_cfr.training.run_metrics import find_metrics_files, read_metrics
+from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 
 
 def write_metrics(path: Path, rows: list[dict[str, float]]) -> Path:

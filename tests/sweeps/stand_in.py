@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
+POLL_S = 0.2  # the workers look at their trials this often (a sweep's: 1 s)
 
 
 def fit(run_dir: str, seed: str, value: str, ledger: str, iterations: str, sleep: str) -> None:

@@ -10,9 +10,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import optuna
 import pytest
 from optuna.trial import TrialState
-from stand_in import HERE, command
+from stand_in import HERE, POLL_S, command
 
 from lostcities_cfr.sweeps import study as studies
 from lostcities_cfr.sweeps.runner import SweepRunner
@@ -24,6 +25,11 @@ def config(tmp_path: Path) -> str:
     path = tmp_path / "config.yaml"
     path.write_text("seed_everything: 0\n")
     return str(path)
+
+
+def point(trial) -> dict:
+    """A finished trial's parameters: a grid point's fixed values, or a search's draw."""
+    return {**trial.system_attrs.get("fixed_params", {}), **trial.params}
 
 
 def ledger_lines(ledger: Path, kind: str) -> Counter:
@@ -40,10 +46,12 @@ def test_a_grid_runs_every_point_once_and_records_a_failure_without_stopping(tmp
     )
     study = studies.open_study(spec, "grid", studies.storage_url(str(tmp_path)))
     ledger = tmp_path / "ledger"
-    SweepRunner(study, spec, tmp_path, jobs=2, say=lambda _: None, command=command(ledger)).run()
+    SweepRunner(
+        study, spec, tmp_path, jobs=2, say=lambda _: None, poll_s=POLL_S, command=command(ledger)
+    ).run()
 
     trials = studies.results(study)
-    assert sorted((t.params["seed"], t.params["model.x"], t.state) for t in trials) == [
+    assert sorted((point(t)["seed"], point(t)["model.x"], t.state) for t in trials) == [
         (0, "1", TrialState.COMPLETE),
         (0, "fail", TrialState.FAIL),
         (1, "1", TrialState.COMPLETE),
@@ -68,12 +76,14 @@ def test_a_search_reports_each_iteration_and_runs_its_number_of_trials(tmp_path)
         metric="score",
     )
     study = studies.open_study(spec, "search", studies.storage_url(str(tmp_path)))
-    SweepRunner(study, spec, tmp_path, say=lambda _: None, command=command(tmp_path / "l")).run()
+    SweepRunner(
+        study, spec, tmp_path, say=lambda _: None, poll_s=POLL_S, command=command(tmp_path / "l")
+    ).run()
     trials = studies.results(study)
     assert len(trials) == 3 and all(t.state == TrialState.COMPLETE for t in trials)
     for t in trials:  # the value at each iteration went to the pruner, the last is the result
         assert sorted(t.intermediate_values) == [1, 2, 3, 4]
-        assert t.value == pytest.approx(t.params["model.x"])
+        assert t.value == pytest.approx(point(t)["model.x"])
 
 
 def studies_range():
@@ -124,7 +134,7 @@ def test_a_killed_sweep_resumes_losing_only_its_running_trials(tmp_path):
     assert set(ended.values()) == {1}  # none ran to its end twice
     assert all(ledger_lines(ledger, "start")[p] == 1 for p in finished_before)
     study = studies.load_study("killed", url)
-    assert sorted(t.params["seed"] for t in studies.results(study)) == [0, 1, 2, 3]
+    assert sorted(point(t)["seed"] for t in studies.results(study)) == [0, 1, 2, 3]
     assert all(t.state == TrialState.COMPLETE for t in studies.results(study))
 
 
@@ -144,7 +154,7 @@ def two_workers_share(url: str, tmp_path: Path, name: str) -> None:
     assert [w.wait(timeout=120) for w in workers] == [0, 0]
     assert ledger_lines(ledger, "start") == Counter({f"seed={s} x=0": 1 for s in range(6)})
     study = studies.load_study(name, url)
-    assert sorted(t.params["seed"] for t in studies.results(study)) == list(range(6))
+    assert sorted(point(t)["seed"] for t in studies.results(study)) == list(range(6))
 
 
 def test_two_workers_share_a_study_in_a_file_database(tmp_path):
@@ -163,7 +173,9 @@ def test_two_workers_share_a_study_on_a_postgresql_server(tmp_path):
 def test_a_metric_the_run_never_logs_stops_the_sweep_naming_it(tmp_path):
     spec = SweepSpec(configs=[config(tmp_path)], seeds=[0, 1, 2], metric="scroe")
     study = studies.open_study(spec, "typo", studies.storage_url(str(tmp_path)))
-    runner = SweepRunner(study, spec, tmp_path, say=lambda _: None, command=command(tmp_path / "l"))
+    runner = SweepRunner(
+        study, spec, tmp_path, say=lambda _: None, poll_s=POLL_S, command=command(tmp_path / "l")
+    )
     runner.run()
     assert runner.stop_reason.startswith("--metric scroe: the run never logged it")
     assert "such as score" in runner.stop_reason
@@ -204,3 +216,48 @@ def test_ctrl_c_gives_the_running_trials_back_at_once(tmp_path):
         t.state == TrialState.WAITING for t in studies.results(study)
     )
     assert ledger_lines(ledger, "end") == Counter()
+
+
+def test_a_search_stops_the_trials_its_pruner_prunes(tmp_path):
+    from lostcities_cfr.sweeps.spec import SearchRange
+
+    spec = SweepSpec(
+        configs=[config(tmp_path)],
+        search={"model.x": SearchRange(1.0, 5.0)},
+        trials=4,
+        metric="score",
+    )
+    study = studies.open_study(spec, "pruned", studies.storage_url(str(tmp_path)))
+    ledger = tmp_path / "ledger"
+    runner = SweepRunner(
+        study,
+        spec,
+        tmp_path,
+        jobs=2,
+        say=lambda _: None,
+        command=command(ledger, iterations=30, sleep=0.1),
+        poll_s=POLL_S,
+        pruner=optuna.pruners.ThresholdPruner(upper=1.5),  # a score above 1.5: stop
+    )
+    runner.run()
+    trials = studies.results(study)
+    assert len(trials) == 4
+    for t in trials:  # a score rises to x over the run: above 2.5, it crosses 1.5 by 60%
+        if point(t)["model.x"] > 2.5:
+            assert t.state == TrialState.PRUNED
+            assert f"seed=0 x={point(t)['model.x']!r}" not in ledger_lines(ledger, "end")
+        elif point(t)["model.x"] <= 1.5:
+            assert t.state == TrialState.COMPLETE
+    assert any(t.state == TrialState.PRUNED for t in trials)
+
+
+def test_more_seeds_grow_a_finished_sweep_running_only_the_new_ones(tmp_path):
+    url, ledger = studies.storage_url(str(tmp_path)), tmp_path / "ledger"
+    for seeds in ([0, 1], [0, 1, 2, 3]):
+        spec = SweepSpec(configs=[config(tmp_path)], seeds=seeds, metric="score")
+        study = studies.open_study(spec, "grown", url)
+        SweepRunner(
+            study, spec, tmp_path, say=lambda _: None, poll_s=POLL_S, command=command(ledger)
+        ).run()
+    assert ledger_lines(ledger, "start") == Counter({f"seed={s} x=0": 1 for s in range(4)})
+    assert studies.spec_of(study).seeds == [0, 1, 2, 3]

@@ -110,3 +110,14 @@ def test_the_direction_follows_the_metric_unless_given(config):
     assert spec.better("exploitability") == "minimize"
     assert spec.better("eval/current/random/win_rate") == "maximize"
     assert SweepSpec(configs=[config], direction="minimize").better("win_rate") == "minimize"
+
+
+def test_a_grid_grows_by_seeds_and_values_and_nothing_else(config):
+    spec = SweepSpec(configs=[config], seeds=[0, 1], grid={"model.a": ["1"]})
+    assert spec.grows_to(SweepSpec(configs=[config], seeds=[0, 1, 2], grid={"model.a": ["1", "2"]}))
+    assert not spec.grows_to(SweepSpec(configs=[config], seeds=[1, 2], grid={"model.a": ["1"]}))
+    assert not spec.grows_to(SweepSpec(configs=[config], seeds=[0, 1], grid={"model.a": ["2"]}))
+    assert not spec.grows_to(
+        SweepSpec(configs=[config], seeds=[0, 1, 2], grid={"model.a": ["1"]}, metric="m")
+    )
+    assert not spec.grows_to(SweepSpec(configs=[config], seeds=[0, 1], grid={"model.b": ["1"]}))
