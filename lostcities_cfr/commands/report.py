@@ -32,7 +32,12 @@ from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
 from lostcities_cfr.sweeps.study import load_study
-from lostcities_cfr.sweeps.summary import evaluate_checkpoints, format_summary, write_report
+from lostcities_cfr.sweeps.summary import (
+    evaluate_checkpoints,
+    format_summary,
+    summarize,
+    write_report,
+)
 
 EVAL_KEY = re.compile(r"^eval/(?P<policy>[^/]+)/(?P<opponent>.+)/win_rate$")
 # Phases as stacked in time.png: the traversal's own work, then the parts of
@@ -250,12 +255,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     sweeps.add_argument("--games", type=int, default=1000, help="duplicate games a seed (1000)")
     sweeps.add_argument("--seed", type=int, default=2026, help="seed of the deals (2026)")
     sweeps.add_argument("--rules", choices=Rules.presets(), default="classic", help="variant")
+    sweeps.add_argument(
+        "--specs",
+        action="store_true",
+        help="print only the complete trials' final checkpoints as agent specs, one a line "
+        "(league $(report SWEEP_DIR --specs) plays them all)",
+    )
     args = parser.parse_args(argv)
     if (args.run_dir / SWEEP_FILE).is_file():
         report_sweep(parser, args)
         return
-    if args.opponent:
-        parser.error(f"--opponent: {args.run_dir} is no sweep's folder (it holds no {SWEEP_FILE})")
+    if args.opponent or args.specs:
+        flag = "--opponent" if args.opponent else "--specs"
+        parser.error(f"{flag}: {args.run_dir} is no sweep's folder (it holds no {SWEEP_FILE})")
     try:
         sources = find_metrics_files(args.run_dir)
         written = report(args.run_dir, args.out)
@@ -279,6 +291,9 @@ def report_sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         study = load_study(where["study"], where["storage"])
     except (ConfigError, ValueError, KeyError) as error:
         parser.exit(2, f"{parser.prog}: error: {sweep_dir / SWEEP_FILE}: {error}\n")
+    if args.specs:
+        print("\n".join(f"ckpt:{t.checkpoint}" for t in summarize(study).trials if t.checkpoint))
+        return
     summary, written = write_report(study, out)
     print(format_summary(summary))
     strength = []

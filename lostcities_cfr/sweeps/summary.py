@@ -164,8 +164,10 @@ def evaluate_checkpoints(
                 seed,
             )
             value = result.rounds.win_rate
+        # a complete trial whose checkpoint is gone is unmeasured; others keep their state
+        unmeasured = trial.state == "COMPLETE" and value is None
         measured.append(
-            replace(trial, value=value, state=trial.state if value is not None else "UNMEASURED")
+            replace(trial, value=value, state="UNMEASURED" if unmeasured else trial.state)
         )
     metric = f"win_rate vs {opponent} ({games} duplicate games, seed {seed})"
     return _over_seeds(summary.study, metric, "maximize", measured)

@@ -13,6 +13,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 from tiny_training import tiny_config
 
+from lostcities_cfr.commands.sweep import main
+
 TINY_YAML = Path(__file__).resolve().parent / "tiny_sweep.yaml"  # written by the fixture
 TINY = ["--config", str(TINY_YAML), "--trainer.max_epochs", "2"]
 
@@ -92,6 +94,19 @@ def test_report_plays_each_seeds_final_checkpoint_against_an_opponent(finished):
     assert all(0.0 <= v <= 1.0 for v in setting["values"])
 
 
+def test_report_gives_the_final_checkpoints_as_agent_specs_for_a_league(finished, tmp_path):
+    out, _ = finished
+    done = report(out, "--specs")
+    assert done.returncode == 0, done.stderr
+    specs = done.stdout.split()
+    assert specs == [
+        f"ckpt:{(out / f'trials/{n}/checkpoints/final.ckpt').resolve()}" for n in ("0000", "0001")
+    ]
+    # a run's folder has no trials to list
+    refused = report(tmp_path, "--specs")
+    assert refused.returncode == 2 and "--specs" in refused.stderr
+
+
 def test_rerunning_a_finished_sweep_runs_nothing_again(finished):
     out, _ = finished
     done = sweep(*TINY, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
@@ -102,10 +117,15 @@ def test_rerunning_a_finished_sweep_runs_nothing_again(finished):
 def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished):
     out, _ = finished
     before = (out / "study.db").read_bytes()
-    done = sweep(*TINY, "--seeds", "3", "--metric", "loss/strategy", "--out", str(out))
+    # more seeds would grow it (test_runner.py); another iteration budget is another experiment
+    args = [*TINY, "--trainer.max_epochs", "3", "--seeds", "2", "--metric", "loss/strategy"]
+    done = sweep(*args, "--out", str(out))
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert "is a sweep of another experiment: seeds [0, 1, 2] (the sweep's: [0, 1])" in line
+    assert (
+        "is a sweep of another experiment: overrides ['--trainer.max_epochs', '2', '--trainer.max_epochs', '3']"
+        in line
+    )
     assert (out / "study.db").read_bytes() == before
 
 
@@ -123,9 +143,12 @@ def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished):
         ),
     ],
 )
-def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, args, named):
-    done = sweep(*TINY, "--out", str(tmp_path / "s"), *args)
-    assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
+def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, capsys, args, named):
+    # in this process (the one case fit must judge starts fit --print_config): the same
+    # main as the command line's, without a Python start per case
+    with pytest.raises(SystemExit) as exit_info:
+        main([*TINY, "--out", str(tmp_path / "s"), *args])
+    assert exit_info.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("python -m lostcities_cfr sweep: error:") and named in line
     assert not (tmp_path / "s" / "trials").exists()  # nothing ran
