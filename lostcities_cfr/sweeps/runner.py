@@ -179,9 +179,11 @@ class SweepRunner:
         self.stop_reason: str | None = None  # set when no more trials should start
 
     def run(self) -> None:
-        """Start and watch trials until the study has none waiting or running. Ctrl-C stops
-        this worker's trials and gives them back to the study (enqueued again)."""
+        """Start and watch trials until the study has none waiting or running. Ctrl-C, or
+        SIGTERM (a job scheduler's stop), stops this worker's trials and gives them back to
+        the study (enqueued again)."""
         last_status = time.monotonic()
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             while True:
                 for running in list(self.running):
@@ -204,6 +206,8 @@ class SweepRunner:
                 studies.give_back(self.study, running.trial)
                 self.say(f"trial {running.trial.number} stopped and given back to the study")
             raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     def status(self) -> str:
         """One line: the study's counts and each running trial's iteration and metric."""
@@ -306,6 +310,10 @@ class SweepRunner:
         else:
             self.study.tell(running.trial, value, state=state)
         self.say(f"trial {running.trial.number} {outcome}")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _label(params: dict[str, Any]) -> str:

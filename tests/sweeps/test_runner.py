@@ -201,12 +201,13 @@ def test_a_trial_made_in_a_race_for_the_last_waiting_one_is_closed_unrun(tmp_pat
     assert [t.state for t in unused] == [TrialState.FAIL]
 
 
-def test_ctrl_c_gives_the_running_trials_back_at_once(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_gives_the_running_trials_back_at_once(tmp_path, stop):
     url, ledger = studies.storage_url(str(tmp_path)), tmp_path / "ledger"
     worker = start_worker(url, tmp_path, "interrupted", config(tmp_path), 2, 2, ledger, 100, 0.1)
     wait_for(lambda: sum(ledger_lines(ledger, "start").values()) == 2)
     time.sleep(1.5)  # both trials beating
-    worker.send_signal(signal.SIGINT)
+    worker.send_signal(stop)
     assert worker.wait(timeout=60) != 0
     study = studies.load_study("interrupted", url)
     states = Counter(t.state for t in study.get_trials())
