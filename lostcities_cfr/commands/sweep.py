@@ -101,8 +101,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args, overrides = parser().parse_known_args(argv)
     try:
         spec, out, name, url = _prepare(args, overrides)
-        studies.open_storage(url)  # an unreachable database is named before fit is tried
-        check_fit_args(spec)
+        held = studies.held_spec(name, url)  # an unreachable database is named here
+        if held is None or held.grows_to(spec):  # the same sweep again was checked already
+            check_fit_args(spec)
         study = studies.open_study(spec, name, url)
     except ConfigError as error:
         print(f"python -m lostcities_cfr sweep: error: {error}", file=sys.stderr)

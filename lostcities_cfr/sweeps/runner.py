@@ -1,7 +1,7 @@
 """Running a sweep's trials: each a ``fit`` in a process and a run folder of its own.
 
 One worker runs up to ``jobs`` trials at once, each on ``threads`` torch threads, and polls
-them: it beats each trial's heartbeat in the study, reads the metric the run logs each
+them: it beats each trial's heartbeat in the study (from a thread of its own), reads the metric the run logs each
 iteration from its ``metrics.csv`` (a search reports it to Optuna's pruner, which may stop
 the trial), and closes the trial when its process ends: COMPLETE with the metric's last
 value, or FAIL with the run's error line. A trial's processes die with the worker
@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,7 +136,6 @@ class RunningTrial:
     iteration: int = 0
     value: float = math.nan
     reported: int = 0  # the last iteration told to the pruner
-    beat: float = 0.0  # when the heartbeat was last written
 
 
 class SweepRunner:
@@ -184,6 +184,8 @@ class SweepRunner:
         the study (enqueued again)."""
         last_status = time.monotonic()
         previous = signal.signal(signal.SIGTERM, _interrupt)
+        beats = Heartbeats(self.study, lambda: [r.trial for r in self.running])
+        beats.start()
         try:
             while True:
                 for running in list(self.running):
@@ -207,6 +209,7 @@ class SweepRunner:
                 self.say(f"trial {running.trial.number} stopped and given back to the study")
             raise
         finally:
+            beats.stop.set()
             signal.signal(signal.SIGTERM, previous)
 
     def status(self) -> str:
@@ -243,10 +246,6 @@ class SweepRunner:
         self.say(f"trial {trial.number} started: {_label(params)} -> {run_dir}")
 
     def _poll(self, running: RunningTrial) -> None:
-        now = time.monotonic()
-        if now - running.beat >= studies.heartbeat_interval(self.study):
-            studies.heartbeat(self.study, running.trial)
-            running.beat = now
         columns = self._read(running)
         code = running.process.poll()
         if code is None:
@@ -310,6 +309,35 @@ class SweepRunner:
         else:
             self.study.tell(running.trial, value, state=state)
         self.say(f"trial {running.trial.number} {outcome}")
+
+
+class Heartbeats(threading.Thread):
+    """Beats the heartbeat of each trial this worker runs, every heartbeat interval, in a
+    thread of its own: the main loop may wait longer than the grace period (a stopped trial's
+    process given 30 s to end, a locked database), and its trials must not look dead then.
+
+    Args:
+        study: the sweep's study.
+        trials: the trials running now (called at each beat).
+    """
+
+    def __init__(self, study: optuna.Study, trials: Callable[[], list[optuna.Trial]]) -> None:
+        super().__init__(daemon=True, name="sweep-heartbeats")
+        self.study, self.trials = study, trials
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        interval = studies.heartbeat_interval(self.study)
+        while not self.stop.wait(interval):
+            for trial in self.trials():
+                try:
+                    studies.heartbeat(self.study, trial)
+                except Exception as error:  # SQLAlchemy's: a locked or lost database
+                    # a missed beat is retried at the next; a trial whose beats stay lost
+                    # past the grace period is run again elsewhere, which loses no result
+                    print(
+                        f"sweep: heartbeat of trial {trial.number} failed: {error}", file=sys.stderr
+                    )
 
 
 def _interrupt(signum: int, frame: object) -> None:

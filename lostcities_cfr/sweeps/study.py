@@ -96,6 +96,16 @@ def open_study(spec: SweepSpec, name: str, url: str, grace_s: float = GRACE_S) -
     return study
 
 
+def held_spec(name: str, url: str) -> SweepSpec | None:
+    """The spec of the sweep ``name`` in ``url``, None where there is none yet."""
+    storage = open_storage(url)
+    try:
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        return None
+    return SweepSpec.from_dict(study.user_attrs[SPEC]) if SPEC in study.user_attrs else None
+
+
 def load_study(name: str, url: str) -> optuna.Study:
     """An existing sweep's study, to read (``report``)."""
     storage = open_storage(url)

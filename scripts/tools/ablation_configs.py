@@ -86,10 +86,9 @@ def variant(recipe: dict, name: str, minutes: int, out: Path) -> dict:
     trainer = config["trainer"]
     trainer["max_time"] = f"00:{minutes // 60:02d}:{minutes % 60:02d}:00"
     trainer["default_root_dir"] = root
-    for logger in trainer["logger"]:
-        logger["init_args"]["save_dir"] = root
-        if logger["init_args"].get("name") != "csv":
-            logger["init_args"]["name"] = name
+    for logger in trainer["logger"]:  # they log in the run's folder; W&B names the variant
+        if "Wandb" in logger["class_path"]:
+            logger.setdefault("init_args", {})["name"] = name
     VARIANTS[name](config["model"])
     return config
 

@@ -92,9 +92,23 @@ def studies_range():
     return SearchRange(1.0, 5.0)
 
 
-def start_worker(url, out, name, cfg, seeds, jobs, ledger, iterations, sleep, grace=3):
+STARTED: list[subprocess.Popen] = []  # workers a failing test may leave running
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test():
+    yield
+    while STARTED:
+        worker = STARTED.pop()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def start_worker(url, out, name, cfg, seeds, jobs, ledger, iterations, sleep, grace=5):
     args = [url, out, name, cfg, seeds, jobs, ledger, iterations, sleep, grace]
-    return subprocess.Popen([sys.executable, str(HERE), "worker", *map(str, args)])
+    STARTED.append(subprocess.Popen([sys.executable, str(HERE), "worker", *map(str, args)]))
+    return STARTED[-1]
 
 
 def wait_for(condition, timeout_s: float = 60.0) -> None:
