@@ -31,7 +31,7 @@ from lostcities_cfr.commands.sweep import SWEEP_FILE
 from lostcities_cfr.errors import ConfigError, LostCitiesError
 from lostcities_cfr.game.rules import Rules
 from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
-from lostcities_cfr.sweeps.study import load_study
+from lostcities_cfr.sweeps.study import load_study, storage_url
 from lostcities_cfr.sweeps.summary import (
     evaluate_checkpoints,
     format_summary,
@@ -288,7 +288,7 @@ def report_sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     out = args.out or sweep_dir
     try:
         where = json.loads((sweep_dir / SWEEP_FILE).read_text())
-        study = load_study(where["study"], where["storage"])
+        study = load_study(where["study"], where["storage"] or storage_url(str(sweep_dir)))
     except (ConfigError, ValueError, KeyError) as error:
         parser.exit(2, f"{parser.prog}: error: {sweep_dir / SWEEP_FILE}: {error}\n")
     if args.specs:

@@ -109,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"python -m lostcities_cfr sweep: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     out.mkdir(parents=True, exist_ok=True)
-    (out / SWEEP_FILE).write_text(json.dumps({"study": name, "storage": url}, indent=2) + "\n")
+    # null: study.db beside this file, so that the folder can be moved or copied whole
+    storage = None if url == studies.storage_url(str(out)) else url
+    (out / SWEEP_FILE).write_text(json.dumps({"study": name, "storage": storage}, indent=2) + "\n")
     runner = SweepRunner(
         study, spec, out, args.jobs, args.threads, args.prune_after, status_every=args.status_every
     )
