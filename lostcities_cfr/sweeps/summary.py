@@ -177,7 +177,9 @@ def _trial_result(
     study: optuna.Study, trial: optuna.trial.FrozenTrial, spec: SweepSpec
 ) -> TrialResult:
     params = studies.trial_params(study, trial, spec)
-    run_dir = trial.user_attrs.get(studies.RUN_DIR)
+    # a waiting retry inherits its dead predecessor's attributes, that run's folder among them
+    waiting = trial.state == TrialState.WAITING
+    run_dir = None if waiting else trial.user_attrs.get(studies.RUN_DIR)
     iterations = None
     if run_dir is not None:
         try:
