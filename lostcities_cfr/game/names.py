@@ -1,16 +1,22 @@
-"""Games by the names command lines use: OpenSpiel's (``kuhn_poker``, ``leduc_poker`` on our
-batched engines; any other through the OpenSpiel adapter) and Lost Cities' presets
+"""Games by the names command lines use: OpenSpiel's (``kuhn_poker``, ``leduc_poker`` and
+``liars_dice``, default parameters, on our batched engines; any other through the OpenSpiel
+adapter) and Lost Cities' presets
 (``tiny``, ``classic``, ``six-colors``, also spelt ``lost_cities_tiny`` as
 ``LostCities.name`` gives them)."""
 
 from __future__ import annotations
 
+from lostcities_cfr.game.liars_dice import LiarsDice
 from lostcities_cfr.game.lost_cities import LostCities
 from lostcities_cfr.game.poker import KuhnPoker, LeducPoker
 from lostcities_cfr.game.protocol import Game
 from lostcities_cfr.game.rules import Rules
 
-BATCHED_GAMES: dict[str, type[Game]] = {"kuhn_poker": KuhnPoker, "leduc_poker": LeducPoker}
+BATCHED_GAMES: dict[str, type[Game]] = {
+    "kuhn_poker": KuhnPoker,
+    "leduc_poker": LeducPoker,
+    "liars_dice": LiarsDice,
+}
 
 
 def game_from_name(name: str) -> Game:

@@ -26,6 +26,7 @@ import warnings
 from typing import Any
 
 import optuna
+import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_stale_trials
 from optuna.trial import FrozenTrial, TrialState
 
@@ -35,6 +36,7 @@ from lostcities_cfr.sweeps.spec import SEED, SweepSpec
 HEARTBEAT_S = 5  # a running trial's worker writes a heartbeat this often
 GRACE_S = 20  # a trial whose heartbeat is this old lost its worker: it is run again
 MAX_RETRIES = 2  # a trial whose workers died this often is left failed
+SCHEMA_TRIES = 5  # workers racing to create the tables of an empty database
 SPEC = "spec"  # the study's user attribute holding the spec
 READY = "ready"  # set once the creator has enqueued the grid: joiners wait for it
 ERROR = "error"  # a failed trial's error line: finished, not retried
@@ -123,7 +125,8 @@ def open_storage(url: str, grace_s: float = GRACE_S) -> RDBStorage:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    try:
+
+    def storage() -> RDBStorage:
         return RDBStorage(
             url,
             engine_kwargs=engine,
@@ -131,6 +134,19 @@ def open_storage(url: str, grace_s: float = GRACE_S) -> RDBStorage:
             grace_period=int(grace_s),
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRIES),
         )
+
+    try:
+        for attempt in range(SCHEMA_TRIES - 1):
+            try:
+                return storage()
+            except sqlalchemy.exc.DBAPIError as error:
+                # Workers starting together on an empty database all create Optuna's
+                # tables and only one CREATE succeeds; the others find them on a retry.
+                lost_race = isinstance(error, sqlalchemy.exc.IntegrityError)
+                if not (lost_race or "already exists" in str(error)):
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        return storage()
     except Exception as error:  # SQLAlchemy's errors for a bad URL, host or password
         reason = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         raise ConfigError(f"--storage {url}: cannot be used ({reason})") from None

@@ -50,6 +50,10 @@ RUNS: dict[str, tuple[str, Check]] = {  # script: (its arguments, what it must p
         "--games 4 --every 5 --opponents random --policies average --iteration-seconds 1 --json",
         figures(lambda f: f["amortized"][0]["eval_s_per_iteration"] > 0),
     ),
+    "bench_liars_dice": (
+        "--games 8 --walks 1 --repeats 1 --json",
+        figures(lambda f: all(r["nodes"] > 0 and r["ratio"] > 0 for r in f["rows"])),
+    ),
     "bench_network": (
         "--presets 512x3 --dtypes float32 --backends eager --batch 8 --local-rows 2 "
         "--threads 1 --seconds 0.01 --json",

@@ -175,6 +175,33 @@ def test_two_workers_share_a_study_in_a_file_database(tmp_path):
     two_workers_share(studies.storage_url(str(tmp_path)), tmp_path, "shared")
 
 
+OPEN_TOGETHER = """
+import sys, time
+from pathlib import Path
+from lostcities_cfr.sweeps import study
+folder, me, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+(folder / f"ready{me}").touch()
+while len(list(folder.glob("ready*"))) < n:  # all imported: open at once
+    time.sleep(0.001)
+study.open_storage(study.storage_url(str(folder)))
+"""
+
+
+def test_workers_opening_an_empty_database_together_all_get_it(tmp_path):
+    """Each creates Optuna's tables and one CREATE wins; the others retry, not fail (a CI
+    run lost one worker of the shared-study test to this race)."""
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_TOGETHER, str(tmp_path), str(i), "4"],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    errors = [w.communicate(timeout=120)[1] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0, 0, 0], errors
+
+
 @pytest.mark.skipif(
     "LOSTCITIES_TEST_POSTGRES" not in os.environ,
     reason="no PostgreSQL server: .ci/run starts one (source .ci/postgres.sh)",

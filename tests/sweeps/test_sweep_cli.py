@@ -15,15 +15,13 @@ from tiny_training import tiny_config
 
 from lostcities_cfr.commands.sweep import main
 
-TINY_YAML = Path(__file__).resolve().parent / "tiny_sweep.yaml"  # written by the fixture
-TINY = ["--config", str(TINY_YAML), "--trainer.max_epochs", "2"]
 
-
-@pytest.fixture(scope="module", autouse=True)
-def tiny_yaml():
-    TINY_YAML.write_text(yaml.safe_dump(tiny_config(Path("runs/unused"), max_epochs=2)))
-    yield
-    TINY_YAML.unlink()
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> list[str]:
+    """A tiny Kuhn SD-CFR config's arguments: two iterations a trial."""
+    path = tmp_path_factory.mktemp("config") / "tiny_sweep.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(Path("runs/unused"), max_epochs=2)))
+    return ["--config", str(path), "--trainer.max_epochs", "2"]
 
 
 def sweep(*args, cwd=None):
@@ -45,10 +43,10 @@ def report(folder, *args):
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
+def finished(tmp_path_factory, tiny):
     """A sweep of two seeds of Kuhn's SD-CFR, two iterations each, one at a time."""
     out = tmp_path_factory.mktemp("sweep") / "tiny"
-    done = sweep(*TINY, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
+    done = sweep(*tiny, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out, done
 
@@ -107,18 +105,18 @@ def test_report_gives_the_final_checkpoints_as_agent_specs_for_a_league(finished
     assert refused.returncode == 2 and "--specs" in refused.stderr
 
 
-def test_rerunning_a_finished_sweep_runs_nothing_again(finished):
+def test_rerunning_a_finished_sweep_runs_nothing_again(finished, tiny):
     out, _ = finished
-    done = sweep(*TINY, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
+    done = sweep(*tiny, "--seeds", "2", "--metric", "loss/strategy", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "started" not in done.stdout and "2 complete" in done.stdout
 
 
-def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished):
+def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished, tiny):
     out, _ = finished
     before = (out / "study.db").read_bytes()
     # more seeds would grow it (test_runner.py); another iteration budget is another experiment
-    args = [*TINY, "--trainer.max_epochs", "3", "--seeds", "2", "--metric", "loss/strategy"]
+    args = [*tiny, "--trainer.max_epochs", "3", "--seeds", "2", "--metric", "loss/strategy"]
     done = sweep(*args, "--out", str(out))
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
@@ -143,11 +141,11 @@ def test_a_sweep_folder_of_another_experiment_is_refused_and_kept(finished):
         ),
     ],
 )
-def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, capsys, args, named):
+def test_bad_input_exits_2_with_one_line_naming_it(tmp_path, capsys, tiny, args, named):
     # in this process (the one case fit must judge starts fit --print_config): the same
     # main as the command line's, without a Python start per case
     with pytest.raises(SystemExit) as exit_info:
-        main([*TINY, "--out", str(tmp_path / "s"), *args])
+        main([*tiny, "--out", str(tmp_path / "s"), *args])
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("python -m lostcities_cfr sweep: error:") and named in line
