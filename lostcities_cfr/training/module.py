@@ -61,6 +61,7 @@ from lostcities_cfr.cfr.networks import (
     masked_softmax,
     network_factory,
 )
+from lostcities_cfr.cfr.openspiel_oracle import lookup_policy, sdcfr_average
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     ADVANTAGE_NETWORKS,
@@ -386,8 +387,10 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
 
     def exact_policy(self, policy: str | None = None, greedy: bool = False) -> JointPolicy:
         """``policy`` (None: ``deploy``'s) as the exact walk asks it, on the CPU. SD-CFR's is
-        the reach-weighted average of every stored iteration's current strategy
-        (``GameTree.average_strategy``), a table over the game's information sets."""
+        the reach-weighted average of every stored iteration's current strategy, a table over
+        the game's information sets: on our walk's tree (``GameTree.average_strategy``), or,
+        for an OpenSpiel game too large for it, over OpenSpiel's information states
+        (``openspiel_oracle.sdcfr_average``)."""
         if policy is None:
             policy, deployed_greedy = deployed_policy(self)
             greedy = greedy or deployed_greedy
@@ -395,11 +398,22 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
             return exact_policy(self.strategy_net, self.advantage_nets, policy, greedy)
         if not self._snapshots:
             raise ConfigError("DeepCFR has no stored iterations for the sdcfr policy yet")
-        tree = game_tree(self.rules or self.game)
-        tables = [
-            tree.policy_probs(exact_policy(self.strategy_net, nets, "current"))
-            for nets in self._snapshot_networks()
+        policies = [
+            exact_policy(self.strategy_net, nets, "current") for nets in self._snapshot_networks()
         ]
+        try:
+            tree = game_tree(self.rules or self.game)
+        except ConfigError:
+            # check_exact's rule: Lost Cities and games OpenSpiel lacks have no other walk.
+            spiel_game = None if self.rules is not None else self.game.openspiel_game()
+            if spiel_game is None:
+                raise
+            average = sdcfr_average(spiel_game, policies, self._snapshot_weights())
+            if greedy:
+                probs = average.action_probability_array
+                average.action_probability_array = np.eye(probs.shape[1])[probs.argmax(1)]
+            return lookup_policy(average)
+        tables = [tree.policy_probs(seat_policies) for seat_policies in policies]
         probs = tree.average_strategy(tables, self._snapshot_weights())  # [I, A]
         if greedy:
             probs = np.eye(probs.shape[1])[probs.argmax(1)]
