@@ -315,8 +315,9 @@ _FRAMING = re.compile(
     r"(Does not validate against any|Problem with given class_path|Given value|Subtypes:|Errors:)"
 )
 # Reasons of the union members a value was not meant for: a plain type (``str`` where a
-# mapping was given) or a dataclass read from a file.
-_OTHER_MEMBER = re.compile(r"(Expected a <class |Expected a path but)")
+# mapping was given), a dataclass read from a file, or Lost Cities' ``Rules`` (which takes no
+# subclass) where another game's class_path was given.
+_OTHER_MEMBER = re.compile(r"(Expected a <class |Expected a path but|Subclasses are disabled for)")
 
 
 def _one_line(message: str) -> str:

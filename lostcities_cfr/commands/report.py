@@ -292,9 +292,10 @@ def report_sweep(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
     except (ConfigError, ValueError, KeyError) as error:
         parser.exit(2, f"{parser.prog}: error: {sweep_dir / SWEEP_FILE}: {error}\n")
     if args.specs:
-        print("\n".join(f"ckpt:{t.checkpoint}" for t in summarize(study).trials if t.checkpoint))
+        trials = summarize(study, sweep_dir).trials
+        print("\n".join(f"ckpt:{t.checkpoint}" for t in trials if t.checkpoint))
         return
-    summary, written = write_report(study, out)
+    summary, written = write_report(study, out, sweep_dir)
     print(format_summary(summary))
     strength = []
     for opponent in args.opponent:

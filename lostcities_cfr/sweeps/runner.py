@@ -49,7 +49,8 @@ DEFAULT_METRICS = ("nash_conv",)
 FINAL_WIN_RATE = re.compile(r"^eval/[^/]+/[^/]+/win_rate$")
 ERROR_LINE = re.compile(r"(error|Error|Exception|Killed)")
 
-Command = Callable[[SweepSpec, dict[str, Any], Path, int], list[str]]
+# A trial's command from (spec, params, run_dir, threads); None: the trial is not run.
+Command = Callable[[SweepSpec, dict[str, Any], Path, int], list[str] | None]
 
 
 def fit_command(spec: SweepSpec, params: dict[str, Any], run_dir: Path, threads: int) -> list[str]:
@@ -150,6 +151,8 @@ class SweepRunner:
         say: where progress lines go.
         status_every: seconds between two status lines of the running trials.
         command: builds a trial's command (:func:`fit_command`; tests run small stand-ins).
+            A trial it gives None is closed unrun and left out of the results (a
+            deterministic solver's seeds past the first).
         poll_s: seconds between two looks at the running trials.
         pruner: stops a search's poor trials early (None: Optuna's median pruner, which stops
             a trial whose metric at an iteration is worse than the median of the trials
@@ -229,8 +232,13 @@ class SweepRunner:
     def _start(self, trial: optuna.Trial) -> None:
         params = studies.trial_params(self.study, trial, self.spec)
         run_dir = self.out / TRIALS_DIR / f"{trial.number:04d}"
-        run_dir.mkdir(parents=True, exist_ok=True)
         command = self.command(self.spec, params, run_dir, self.threads)
+        if command is None:  # never run, as a trial lost in a race: out of every figure
+            trial.set_user_attr(studies.UNUSED, True)
+            self.study.tell(trial, state=TrialState.FAIL)
+            self.say(f"trial {trial.number} not run: {_label(params)}")
+            return
+        run_dir.mkdir(parents=True, exist_ok=True)
         log = (run_dir / FIT_LOG).open("w")
         process = subprocess.Popen(
             command,

@@ -30,6 +30,7 @@ from optuna.trial import TrialState
 from lostcities_cfr.sweeps import statistics
 from lostcities_cfr.sweeps import study as studies
 from lostcities_cfr.sweeps.run_metrics import find_metrics_files, read_metrics
+from lostcities_cfr.sweeps.runner import TRIALS_DIR
 from lostcities_cfr.sweeps.spec import SEED, SweepSpec, setting_label
 
 SUMMARY_FILE = "summary.json"
@@ -92,10 +93,15 @@ class Summary:
         return json.dumps(_finite(asdict(self)), indent=2) + "\n"
 
 
-def summarize(study: optuna.Study) -> Summary:
-    """Every figure of :mod:`this module <lostcities_cfr.sweeps.summary>` but the curves."""
+def summarize(study: optuna.Study, folder: Path | None = None) -> Summary:
+    """Every figure of :mod:`this module <lostcities_cfr.sweeps.summary>` but the curves.
+
+    ``folder``: the sweep's folder, where its trials' folders are looked for when they are
+    not where they ran (the folder copied or moved, or a relative ``--out`` read from
+    another working directory).
+    """
     spec = studies.spec_of(study)
-    trials = [_trial_result(study, t, spec) for t in studies.results(study)]
+    trials = [_trial_result(study, t, spec, folder) for t in studies.results(study)]
     metrics = {t.metric for t in trials if t.metric}
     metric = spec.metric or (metrics.pop() if len(metrics) == 1 else None)
     return _over_seeds(study.study_name, metric, spec.better(metric or ""), trials)
@@ -174,12 +180,12 @@ def evaluate_checkpoints(
 
 
 def _trial_result(
-    study: optuna.Study, trial: optuna.trial.FrozenTrial, spec: SweepSpec
+    study: optuna.Study, trial: optuna.trial.FrozenTrial, spec: SweepSpec, folder: Path | None
 ) -> TrialResult:
     params = studies.trial_params(study, trial, spec)
     # a waiting retry inherits its dead predecessor's attributes, that run's folder among them
     waiting = trial.state == TrialState.WAITING
-    run_dir = None if waiting else trial.user_attrs.get(studies.RUN_DIR)
+    run_dir = None if waiting else _found(trial.user_attrs.get(studies.RUN_DIR), folder)
     iterations = None
     if run_dir is not None:
         try:
@@ -351,13 +357,24 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def write_report(study: optuna.Study, out: Path) -> tuple[Summary, dict[str, Path | None]]:
-    """Write ``summary.json`` and ``curves.png`` in ``out``; the summary and what was written."""
+def _found(run_dir: str | None, folder: Path | None) -> str | None:
+    """A trial's folder: where it ran, else its namesake under the sweep's ``folder``."""
+    if run_dir is None or folder is None or Path(run_dir).is_dir():
+        return run_dir
+    moved = folder / TRIALS_DIR / Path(run_dir).name
+    return str(moved) if moved.is_dir() else run_dir
+
+
+def write_report(
+    study: optuna.Study, out: Path, folder: Path | None = None
+) -> tuple[Summary, dict[str, Path | None]]:
+    """Write ``summary.json`` and ``curves.png`` in ``out``; the summary and what was written.
+    ``folder``: the sweep's (:func:`summarize`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(study)
+    summary = summarize(study, folder)
     (out / SUMMARY_FILE).write_text(summary.to_json())
     curves = out / CURVES_FILE
     return summary, {

@@ -2,19 +2,22 @@
 against seconds of training and against iterations.
 
 Four contestants train on ``--game`` (``leduc_poker``; ``kuhn_poker`` too) for ``--seconds``
-of training clock each, every (contestant, seed) in its own worker process (``spawn``,
-``--jobs`` at a time) on one torch thread:
+of training clock each. Every (contestant, seed) is a trial of one sweep study in ``--out``
+(a grid over ``contestant``, and ``--seeds``) that ``SweepRunner`` (``lostcities_cfr.sweeps``)
+runs ``--jobs`` at a time, each in a process (this script's ``trial`` entry) and a folder
+(``--out``/trials/N) of its own on one torch thread, logging its evaluations to its
+``metrics.csv``: ``iteration``, ``nash_conv``, and ``time/elapsed_s`` (the training clock).
 
 - ``openspiel``: OpenSpiel's PyTorch ``DeepCFRSolver`` with the settings of its example
   (``open_spiel/python/examples/deep_cfr_pytorch.py``: 64-unit networks, 375 traversals an
   iteration, 375 advantage and 2,500 strategy updates of 256 rows), iterated as its
   ``solve()`` does.
 - ``ours``: :class:`~lostcities_cfr.training.module.DeepCFR` from ``--config`` (by default
-  the game's best: ``configs/leduc_sdcfr.yaml``, ``configs/kuhn_sdcfr.yaml``) on our batched engine,
-  run in-process through ``python -m lostcities_cfr fit``'s own entry point
-  (``commands/fit.py``'s ``run``) with overrides: one thread, the seed, no loggers, checkpoints in a
-  temporary folder, the run's own exploitability logging off, and this script's
-  ``NashConvClock`` callback.
+  the game's best: ``configs/leduc_sdcfr.yaml``, ``configs/kuhn_sdcfr.yaml``) on our batched
+  engine, run in the trial's process through ``python -m lostcities_cfr fit``'s own entry
+  point (``commands/fit.py``'s ``run``) with overrides (:func:`fit_argv`): one thread, the
+  seed, the trial's folder, a CSV logger alone, the run's own exploitability logging off,
+  and this script's ``NashConvClock`` callback, which logs the evaluations.
 - ``ours_adapter``: the same config with ``model.rules`` replaced by OpenSpiel's game behind
   :class:`~lostcities_cfr.game.openspiel_adapter.OpenSpielGame`: our algorithm over
   OpenSpiel's own states (same rules, slower), so that the engine's share of any difference
@@ -47,18 +50,24 @@ OpenSpiel's) and by OpenSpiel's ``nash_conv`` behind the adapter.
   change its training.
 - Our run writes no checkpoint until its end (OpenSpiel's writes none; a resumable
   checkpoint of every iteration would copy the reservoirs to disk each time); the final one
-  is written after the clock stops.
+  (the trial's ``checkpoints/final.ckpt``) is written after the clock stops.
+- An evaluation's row is logged with the clock paused; our runs' own per-iteration CSV row
+  (losses, buffer rows) is on their clock, as any run's logging is.
 - Process start, imports and building a solver or model are outside every clock.
-- CFR+ is deterministic: it runs once, with the first seed.
+- CFR+ is deterministic: it runs once, with the first seed (its other trials are not run).
 
-Each finished run is kept in ``--out``/runs/ at once, and a call with the same ``--out``
-reuses those runs (a stopped comparison loses only the runs in progress; delete the folder
-to start afresh). Output in ``--out`` (``docs/figures/side_by_side/``): ``side_by_side.json`` (every point:
-contestant, seed, seconds, iteration, nash_conv; every run's totals; the settings and the
-uniform policy's NashConv), ``nashconv_vs_seconds.png`` and ``nashconv_vs_iterations.png``
+A call with the same ``--out`` goes on with its study: finished trials never run again
+(failed ones included: their error in the study, their output in their ``fit.log``), those
+that were running run again; more seeds or contestants add trials; other settings (game,
+budget, evaluation interval, config or its contents) are refused. Output in ``--out``
+(``docs/figures/side_by_side/``), from the complete trials: ``side_by_side.json`` (every
+point: contestant, seed, seconds, iteration, nash_conv; every run's totals; the settings and
+the uniform policy's NashConv), ``nashconv_vs_seconds.png`` and ``nashconv_vs_iterations.png``
 (median over seeds, min-max band, CFR+ dashed); a table of the median NashConv at 1, 2, 5,
-10 and 15 minutes (those within the budget; the evaluation that closes each, the first at or
-after it) is printed. Runs compare fairly only on the same machine under the same load: note both.
+10 and 15 minutes (those within the budget; the evaluation that closes each, the first at
+or after it) is printed. ``python -m lostcities_cfr report OUT`` gives each contestant's
+final NashConv over seeds with intervals. Runs compare fairly only on the same machine under
+the same load: note both.
 
     python scripts/tools/openspiel_side_by_side.py [--game leduc_poker] [--seconds 900] [--seeds 3]
         [--jobs 2] [--eval-every 15] [--config configs/leduc_sdcfr.yaml]
@@ -66,43 +75,48 @@ after it) is printed. Runs compare fairly only on the same machine under the sam
         [--beside DIR ...]
 
 ``--quick`` (the test's): 2 s a run, one seed, an evaluation every 0.5 s. ``--beside``
-draws and tables the runs kept in other ``--out`` folders beside this call's, each named
-by its folder: two configs of ours, run by two calls side by side, in one figure.
+draws and tables the complete trials of other ``--out`` folders beside this call's, each
+named by its folder: two configs of ours, run by two calls side by side, in one figure.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
+import csv
 import json
-import logging
 import math
+import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import optuna
 import torch
+from optuna.trial import TrialState
 
+from lostcities_cfr.commands.sweep import SWEEP_FILE
 from lostcities_cfr.errors import ConfigError
+from lostcities_cfr.sweeps import study as studies
+from lostcities_cfr.sweeps.run_metrics import METRICS_FILE, find_metrics_files, read_metrics
+from lostcities_cfr.sweeps.runner import TRIALS_DIR, SweepRunner
+from lostcities_cfr.sweeps.spec import SEED, SweepSpec
 
 CONTESTANTS = ("openspiel", "ours", "ours_adapter", "cfr_plus")
+FITTED = ("ours", "ours_adapter")  # the contestants that run a fit of --config
 LABELS = {
     "openspiel": "OpenSpiel Deep CFR (PyTorch, example settings)",
     "ours": "ours: DeepCFR on the batched engine",
     "ours_adapter": "ours over OpenSpiel's states (adapter)",
     "cfr_plus": "CFR+ (OpenSpiel, tabular)",
 }
-REPO = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve()
+REPO = SCRIPT.parents[2]
 DEFAULT_CONFIGS = {
     "kuhn_poker": REPO / "configs/kuhn_sdcfr.yaml",
     "leduc_poker": REPO / "configs/leduc_sdcfr.yaml",
@@ -125,10 +139,17 @@ CFR_PLUS_ITERATIONS = 100
 CFR_PLUS_EVALS = frozenset([*range(1, 5), *range(5, CFR_PLUS_ITERATIONS + 1, 5)])
 TABLE_MINUTES = (1, 2, 5, 10, 15)
 ADAPTER = "lostcities_cfr.game.openspiel_adapter.OpenSpielGame"
-# How Lightning, in a worker, imports our runs' callback: this file as a module (sys.path
-# holds its folder, as `python scripts/...` has it), and the callback's name in it.
-MODULE = Path(__file__).stem
+CSV_LOGGER = "lostcities_cfr.callbacks.IterationCSVLogger"
+# How Lightning, in a trial's process, imports our runs' callback: this file as a module
+# (sys.path holds its folder, as `python scripts/...` has it), and the callback's name in it.
+MODULE = SCRIPT.stem
 CALLBACK = "NashConvClock"
+# A trial's parameter, and the columns of an evaluation in its metrics.csv (those ``report``
+# reads: the sweep's metric, and the clock its curves against seconds take).
+CONTESTANT = "contestant"
+ITERATION, NASH_CONV, SECONDS = "iteration", "nash_conv", "time/elapsed_s"
+
+Record = Callable[[dict[str, float]], None]  # takes an evaluation's row
 
 
 @dataclass(frozen=True)
@@ -142,40 +163,15 @@ class Point:
     nash_conv: float
 
 
-@dataclass(frozen=True)
-class Task:
-    """One (contestant, seed) run and the settings it needs."""
-
-    contestant: str
-    seed: int
-    game: str
-    seconds: float
-    eval_every: float
-    config: str
-    # What the config holds, comments aside (ours and ours_adapter; "" for the others): a
-    # kept run of an edited config is not reused.
-    config_digest: str = ""
-
-
-def config_digest(contestant: str, config: str) -> str:
-    """The digest of ``config``'s parsed YAML for the contestants that train it, else ""."""
-    if contestant not in ("ours", "ours_adapter"):
-        return ""
-    import yaml
-
-    parsed = yaml.safe_load(Path(config).read_text())
-    return hashlib.sha256(json.dumps(parsed, sort_keys=True).encode()).hexdigest()[:16]
-
-
 @dataclass
 class Run:
-    """A finished run: its points and totals."""
+    """A complete trial: its points and totals."""
 
     contestant: str
     seed: int
     iterations: int
     train_seconds: float
-    wall_seconds: float  # the run's, evaluations included (not the worker's start)
+    wall_seconds: float  # the trial's process: start, imports and evaluations included
     points: list[Point] = field(default_factory=list)
 
 
@@ -201,8 +197,6 @@ class TrainingClock:
         self.eval_every_s = eval_every_s
         self.eval_iterations = eval_iterations
         self.max_iterations = max_iterations
-        self.points: list[tuple[float, int, float]] = []  # (seconds, iteration, nash_conv)
-        self.iterations = 0
         self._start = self._paused = 0.0
         self._next_eval = eval_every_s
 
@@ -213,11 +207,11 @@ class TrainingClock:
     def seconds(self) -> float:
         return time.perf_counter() - self._start - self._paused
 
-    def end_iteration(self, iteration: int, measure: Callable[[], float]) -> bool:
-        """At an iteration's end: ``measure()`` the NashConv if an evaluation is due, with the
-        clock paused; whether the run is over."""
+    def end_iteration(self, iteration: int, measure: Callable[[], float], record: Record) -> bool:
+        """At an iteration's end: if an evaluation is due, ``measure()`` the NashConv and
+        ``record`` its row (``iteration``, ``nash_conv``, ``time/elapsed_s``), with the clock
+        paused; whether the run is over."""
         seconds = self.seconds
-        self.iterations = iteration
         over = seconds >= self.budget_s or iteration == self.max_iterations
         if (
             over
@@ -226,7 +220,7 @@ class TrainingClock:
             or seconds >= self._next_eval
         ):
             paused_at = time.perf_counter()
-            self.points.append((seconds, iteration, float(measure())))
+            record({ITERATION: iteration, NASH_CONV: float(measure()), SECONDS: seconds})
             self._paused += time.perf_counter() - paused_at
             while self._next_eval <= seconds:
                 self._next_eval += self.eval_every_s
@@ -234,7 +228,7 @@ class TrainingClock:
 
 
 def train_loop(
-    clock: TrainingClock, iterate: Callable[[], None], measure: Callable[[], float]
+    clock: TrainingClock, iterate: Callable[[], None], measure: Callable[[], float], record: Record
 ) -> None:
     """Run ``iterate`` until ``clock`` says the run is over, evaluating as it says."""
     clock.start()
@@ -242,12 +236,12 @@ def train_loop(
     while True:
         iterate()
         iteration += 1
-        if clock.end_iteration(iteration, measure):
+        if clock.end_iteration(iteration, measure, record):
             return
 
 
-# ---- the contestants (each runs in its own worker process) ------------------------------------
-def run_openspiel(task: Task) -> TrainingClock:
+# ---- the contestants (each in a trial's process) ----------------------------------------------
+def run_openspiel(args: argparse.Namespace, record: Record) -> None:
     """OpenSpiel's ``DeepCFRSolver``, iterated as its ``solve()`` is, its average policy
     trained afresh at each evaluation (module docstring) and measured by OpenSpiel."""
     import pyspiel
@@ -255,8 +249,8 @@ def run_openspiel(task: Task) -> TrainingClock:
     from open_spiel.python.algorithms import exploitability
     from open_spiel.python.pytorch.deep_cfr import DeepCFRSolver
 
-    game = pyspiel.load_game(task.game)
-    solver = DeepCFRSolver(game, seed=task.seed, **OPENSPIEL_EXAMPLE)
+    game = pyspiel.load_game(args.game)
+    solver = DeepCFRSolver(game, seed=args.seed, **OPENSPIEL_EXAMPLE)
 
     def iterate() -> None:  # the body of DeepCFRSolver.solve()'s loop
         for player in range(game.num_players()):
@@ -279,40 +273,39 @@ def run_openspiel(task: Task) -> TrainingClock:
         torch.set_rng_state(states[1])
         return value
 
-    clock = TrainingClock(task.seconds, task.eval_every)
-    train_loop(clock, iterate, measure)
-    return clock
+    train_loop(TrainingClock(args.seconds, args.eval_every), iterate, measure, record)
 
 
-def run_cfr_plus(task: Task) -> TrainingClock:
+def run_cfr_plus(args: argparse.Namespace, record: Record) -> None:
     """OpenSpiel's tabular CFR+ (Python), its average policy measured by OpenSpiel."""
     import pyspiel
     from open_spiel.python.algorithms import exploitability
     from open_spiel.python.algorithms.cfr import CFRPlusSolver
 
-    game = pyspiel.load_game(task.game)
+    game = pyspiel.load_game(args.game)
     solver = CFRPlusSolver(game)
-    clock = TrainingClock(task.seconds, math.inf, CFR_PLUS_EVALS, CFR_PLUS_ITERATIONS)
     train_loop(
-        clock,
+        TrainingClock(args.seconds, math.inf, CFR_PLUS_EVALS, CFR_PLUS_ITERATIONS),
         solver.evaluate_and_update_policy,
         lambda: exploitability.nash_conv(game, solver.average_policy()),
+        record,
     )
-    return clock
 
 
 def nash_conv_clock_class() -> type:
     """:class:`NashConvClock`, defined on first use (module ``__getattr__``): it subclasses
     Lightning's ``Callback``, and Lightning takes seconds to import, which only our runs'
-    workers need (the package defers ``DeepCFR`` for the same reason)."""
+    trials need (the package defers ``DeepCFR`` for the same reason)."""
     import pytorch_lightning as pl
 
     from lostcities_cfr.cfr.exploitability import exact_nash_conv
 
     class NashConvClock(pl.Callback):
         """Our side's clock in a ``fit``: at each iteration's end, the exact NashConv of the
-        model's deployed policy when an evaluation is due (clock paused), and the stop once
-        the budget is spent. ``game``: the game the run must train (the config's, checked)."""
+        model's deployed policy when an evaluation is due (clock paused), logged with the
+        clock's seconds (``nash_conv``, ``time/elapsed_s``) to the run's loggers, and the
+        stop once the budget is spent. ``game``: the game the run must train (the config's,
+        checked)."""
 
         def __init__(self, game: str, budget_s: float, eval_every_s: float) -> None:
             self.game = game
@@ -328,7 +321,11 @@ def nash_conv_clock_class() -> type:
             def measure() -> float:
                 return exact_nash_conv(pl_module.game, pl_module.exact_policy())
 
-            if self.clock.end_iteration(pl_module.iteration, measure):
+            def record(row: dict[str, float]) -> None:  # the model logs the iteration
+                del row[ITERATION]
+                pl_module.log_dict(row, on_step=False, on_epoch=True)
+
+            if self.clock.end_iteration(pl_module.iteration, measure, record):
                 trainer.should_stop = True
 
     # a top-level name, as Lightning's saved config.yaml and pickle refer to it
@@ -343,20 +340,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def fit_argv(task: Task, root_dir: str) -> list[str]:
-    """``fit``'s arguments for ``task``: its config and the overrides of the module
+def fit_argv(args: argparse.Namespace) -> list[str]:
+    """``fit``'s arguments for the trial ``args``: its config and the overrides of the module
     docstring (the adapter's rules for ``ours_adapter``)."""
     clock = {
         "class_path": f"{MODULE}.{CALLBACK}",
-        "init_args": {"game": task.game, "budget_s": task.seconds, "eval_every_s": task.eval_every},
+        "init_args": {"game": args.game, "budget_s": args.seconds, "eval_every_s": args.eval_every},
     }
     argv = [
         "--config",
-        task.config,
-        "--threads=1",
-        f"--seed_everything={task.seed}",
-        "--trainer.logger=false",
-        f"--trainer.default_root_dir={root_dir}",
+        args.config,
+        f"--threads={args.threads}",
+        f"--seed_everything={args.seed}",
+        f"--trainer.logger={json.dumps({'class_path': CSV_LOGGER})}",  # no W&B
+        f"--trainer.default_root_dir={args.run_dir}",
         "--trainer.max_epochs=-1",  # the budget ends the run
         "--trainer.max_time=null",
         "--trainer.enable_progress_bar=false",
@@ -366,72 +363,99 @@ def fit_argv(task: Task, root_dir: str) -> list[str]:
         "--model.exploitability_every=0",  # NashConvClock measures, off the clock
         f"--trainer.callbacks+={json.dumps(clock)}",
     ]
-    if task.contestant == "ours_adapter":
-        rules = {"class_path": ADAPTER, "init_args": {"name": task.game}}
+    if args.contestant == "ours_adapter":
+        rules = {"class_path": ADAPTER, "init_args": {"name": args.game}}
         argv.append(f"--model.rules={json.dumps(rules)}")
     return argv
 
 
-def run_ours(task: Task) -> TrainingClock:
-    """Our DeepCFR through ``python -m lostcities_cfr fit``'s entry point."""
-    from lostcities_cfr.commands import fit as fit_cli
+def run_trial(argv: list[str]) -> None:
+    """This script's ``trial`` entry: one (contestant, seed) in this process. Ours is a
+    ``fit`` of :func:`fit_argv`; OpenSpiel's solvers write their evaluations' rows to
+    ``RUN_DIR/metrics.csv`` as they come, for the sweep to follow."""
+    parser = argparse.ArgumentParser(prog=f"{SCRIPT.name} trial")
+    parser.add_argument("--contestant", choices=CONTESTANTS, required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--game", required=True)
+    parser.add_argument("--seconds", type=float, required=True, help="training clock")
+    parser.add_argument("--eval-every", type=float, required=True)
+    parser.add_argument("--config", required=True, help="ours: the fit config")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.contestant in FITTED:
+        from lostcities_cfr.commands import fit as fit_cli
 
-    for name in ("pytorch_lightning", "lightning_fabric"):  # set on import: now, not before
-        logging.getLogger(name).setLevel(logging.WARNING)  # two workers' banners would mix
-    folder = str(Path(__file__).resolve().parent)
-    if folder not in sys.path:  # for Lightning to import MODULE (spawn passes sys.path on)
-        sys.path.insert(0, folder)
-    with tempfile.TemporaryDirectory(prefix="side_by_side_") as root_dir:
-        cli = fit_cli.run("fit", fit_argv(task, root_dir))
-    callback_class = getattr(importlib.import_module(MODULE), CALLBACK)
-    (callback,) = [c for c in cli.trainer.callbacks if isinstance(c, callback_class)]
-    return callback.clock
+        fit_cli.run("fit", fit_argv(args))
+        return
+    args.run_dir.mkdir(parents=True, exist_ok=True)
+    with (args.run_dir / METRICS_FILE).open("w", newline="") as file:
+        writer = csv.DictWriter(file, [ITERATION, NASH_CONV, SECONDS])
+        writer.writeheader()
+
+        def record(row: dict[str, float]) -> None:
+            writer.writerow(row)
+            file.flush()
+
+        {"openspiel": run_openspiel, "cfr_plus": run_cfr_plus}[args.contestant](args, record)
 
 
-RUNNERS: dict[str, Callable[[Task], TrainingClock]] = {
-    "openspiel": run_openspiel,
-    "ours": run_ours,
-    "ours_adapter": run_ours,
-    "cfr_plus": run_cfr_plus,
-}
-
-
-def load_run(kept: Path, task: Task) -> Run | None:
-    """``task``'s run as an earlier call kept it in ``kept``; None if there is none, or if
-    it ran with other settings (budget, config or its contents, evaluation interval)."""
-    path = kept / f"{task.contestant}_{task.seed}.json"
-    if not path.is_file():
+# ---- the sweep --------------------------------------------------------------------------------
+def trial_command(
+    spec: SweepSpec, params: dict[str, Any], run_dir: Path, threads: int
+) -> list[str] | None:
+    """A trial's process, :class:`SweepRunner`'s ``command``: this script's ``trial`` entry;
+    None (not run) for CFR+ past the first seed, which would repeat it."""
+    if params[CONTESTANT] == "cfr_plus" and params[SEED] != spec.seeds[0]:
         return None
-    data = json.loads(path.read_text())
-    if data["task"] != asdict(task):
-        return None
-    run = data["run"]
-    run["points"] = [Point(**point) for point in run["points"]]
-    return Run(**run)
+    trial = ["--contestant", params[CONTESTANT], "--seed", params[SEED], "--run-dir", run_dir]
+    mine = ["--config", spec.configs[0], *spec.overrides, *trial, "--threads", threads]
+    return [sys.executable, str(SCRIPT), "trial", *map(str, mine)]
 
 
-def in_own_process(task: Task) -> Run:
-    """:func:`run_task` in a fresh interpreter of its own (``spawn``): no torch, Lightning or
-    random state shared by two runs. (A pool's workers replaced after each task would be
-    started, importing torch, after the last task too.)"""
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        return pool.submit(run_task, task).result()
-
-
-def run_task(task: Task) -> Run:
-    """One run in this (worker) process, on one torch thread."""
-    torch.set_num_threads(1)
-    started = time.perf_counter()
-    clock = RUNNERS[task.contestant](task)
-    points = [Point(task.contestant, task.seed, *point) for point in clock.points]
-    return Run(
-        task.contestant,
-        task.seed,
-        clock.iterations,
-        points[-1].seconds,
-        time.perf_counter() - started,
-        points,
+def open_sweep(args: argparse.Namespace) -> optuna.Study:
+    """The comparison's study in ``--out`` (created, joined or grown; ConfigError: one of
+    other settings is there) and the ``sweep.json`` that ``report`` reads. Its overrides are
+    the ``trial`` arguments every trial shares; its config ours (``os.devnull``: none)."""
+    settings = f"--game={args.game} --seconds={args.seconds!r} --eval-every={args.eval_every!r}"
+    spec = SweepSpec(
+        configs=[args.config or os.devnull],
+        overrides=settings.split(),
+        seeds=list(range(args.seeds)),
+        grid={CONTESTANT: list(args.contestants)},
+        metric=NASH_CONV,
     )
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = args.out.resolve().name
+    study = studies.open_study(spec, name, studies.storage_url(str(args.out)))
+    (args.out / SWEEP_FILE).write_text(json.dumps({"study": name, "storage": None}) + "\n")
+    return study
+
+
+def load_sweep(folder: Path) -> optuna.Study:
+    """The study of the comparison in ``folder`` (another call's ``--out``)."""
+    where = json.loads((folder / SWEEP_FILE).read_text())
+    return studies.load_study(where["study"], where["storage"] or studies.storage_url(str(folder)))
+
+
+def study_runs(study: optuna.Study, folder: Path, label: str = "") -> list[Run]:
+    """The complete trials of the comparison in ``folder``, read from their ``metrics.csv``
+    (in ``folder``/trials/, wherever the folder was when they ran), each named ``label``
+    and its contestant."""
+    spec = studies.spec_of(study)
+    runs = []
+    for trial in [t for t in studies.results(study) if t.state == TrialState.COMPLETE]:
+        params = studies.trial_params(study, trial, spec)
+        name, seed = label + params[CONTESTANT], params[SEED]
+        run_dir = folder / TRIALS_DIR / Path(trial.user_attrs[studies.RUN_DIR]).name
+        iterations, columns = read_metrics(find_metrics_files(run_dir))
+        at = ~np.isnan(columns[NASH_CONV])
+        rows = zip(columns[SECONDS][at], iterations[at], columns[NASH_CONV][at], strict=True)
+        points = [Point(name, seed, float(s), int(i), float(v)) for s, i, v in rows]
+        last, wall = points[-1], trial.user_attrs["seconds"]
+        runs.append(Run(name, seed, last.iteration, last.seconds, wall, points))
+    return sorted(runs, key=lambda r: (*order(r.contestant), r.seed))
 
 
 # ---- summaries --------------------------------------------------------------------------------
@@ -475,16 +499,9 @@ def order(contestant: str) -> tuple[int, str]:
 
 
 def beside_runs(folders: Sequence[Path]) -> list[Run]:
-    """The runs another call kept in each of ``folders`` (its ``--out``: another config of
-    ours, say), renamed ``<folder name>: <contestant>`` to be drawn and tabled beside."""
-    runs = []
-    for folder in folders:
-        for path in sorted((folder / "runs").glob("*.json")):
-            run = json.loads(path.read_text())["run"]
-            name = f"{folder.name}: {run['contestant']}"
-            run["points"] = [Point(**{**p, "contestant": name}) for p in run["points"]]
-            runs.append(Run(**{**run, "contestant": name}))
-    return runs
+    """The complete trials of another call in each of ``folders`` (its ``--out``: another
+    config of ours, say), named ``<folder name>: <contestant>`` to be drawn and tabled beside."""
+    return [run for f in folders for run in study_runs(load_sweep(f), f, f"{f.name}: ")]
 
 
 def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -> None:
@@ -579,8 +596,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         nargs="*",
         default=[],
-        help="other --out folders (another config, say) whose kept runs are drawn and tabled "
-        "beside these, named by their folder",
+        help="other --out folders (another config, say) whose complete trials are drawn and "
+        "tabled beside these, named by their folder",
     )
     args = parser.parse_args(argv)
     defaults = (2.0, 1, 0.5) if args.quick else (900.0, 3, 15.0)
@@ -592,65 +609,47 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown or not args.contestants:
         parser.error(f"--contestants: {unknown or 'none'}; choose from {', '.join(CONTESTANTS)}")
     if args.config is None:
-        if args.game not in DEFAULT_CONFIGS and {"ours", "ours_adapter"} & set(args.contestants):
+        if args.game not in DEFAULT_CONFIGS and set(FITTED) & set(args.contestants):
             parser.error(f"--config: no default config for {args.game}; name one")
         args.config = str(DEFAULT_CONFIGS.get(args.game, ""))
     for folder in args.beside:  # refused before anything trains
-        games = {
-            json.loads(p.read_text())["task"]["game"] for p in (folder / "runs").glob("*.json")
-        }
-        if games != {args.game}:
-            found = ", ".join(sorted(games)) or "no kept runs"
-            parser.error(f"--beside {folder}: {found} in {folder / 'runs'}; expected {args.game}")
+        try:
+            settings = studies.spec_of(load_sweep(folder)).overrides
+            game = dict(o.split("=", 1) for o in settings)["--game"]
+        except (OSError, ConfigError) as error:
+            parser.error(f"--beside {folder}: no comparison's study there ({error})")
+        if game != args.game:
+            parser.error(f"--beside {folder}: a comparison on {game}; expected {args.game}")
     if min(args.seconds, args.eval_every) <= 0 or min(args.seeds, args.jobs) < 1:
         parser.error("--seconds and --eval-every must be positive, --seeds and --jobs >= 1")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["trial"]:
+        run_trial(argv[1:])
+        return
     args = parse_args(argv)
-    tasks = [
-        Task(
-            contestant,
-            seed,
-            args.game,
-            args.seconds,
-            args.eval_every,
-            args.config,
-            config_digest(contestant, args.config),
-        )
-        for seed in range(args.seeds)
-        for contestant in args.contestants
-        if contestant != "cfr_plus" or seed == 0  # deterministic: one run
+    try:
+        study = open_sweep(args)
+    except ConfigError as error:
+        raise SystemExit(f"{SCRIPT.name}: error: {error}") from None
+    runner = SweepRunner(study, studies.spec_of(study), args.out, args.jobs, command=trial_command)
+    print(f"{args.game}, {args.seconds:g} s a run, {args.jobs} at a time: {runner.status()}")
+    try:
+        runner.run()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted: rerun the same command to go on") from None
+    failed = [
+        f"{t.number}: {t.user_attrs.get(studies.ERROR, t.state.name)}"
+        for t in studies.results(study)
+        if t.state != TrialState.COMPLETE
     ]
-    print(
-        f"{len(tasks)} runs of {args.seconds:g} s training clock on {args.game}, "
-        f"{args.jobs} at a time, one thread each"
-    )
-    # Each finished run is kept at once, and a rerun with the same --out reuses it: a long
-    # comparison that is stopped loses only the runs in progress.
-    kept = args.out / "runs"
-    kept.mkdir(parents=True, exist_ok=True)
-    runs = [run for run in (load_run(kept, task) for task in tasks) if run is not None]
-    reused = {(run.contestant, run.seed) for run in runs}
-    todo = [t for t in tasks if (t.contestant, t.seed) not in reused]
-    if reused:
-        print(f"  reusing {len(reused)} finished runs from {kept}")
-    with ThreadPoolExecutor(args.jobs) as threads:
-        futures = {threads.submit(in_own_process, task): task for task in todo}
-        for done in as_completed(futures):
-            run = done.result()
-            runs.append(run)
-            kept_file = kept / f"{run.contestant}_{run.seed}.json"
-            kept_file.write_text(json.dumps({"task": asdict(futures[done]), "run": asdict(run)}))
-            print(
-                f"  {run.contestant} seed {run.seed}: NashConv {run.points[-1].nash_conv:.4f} "
-                f"after {run.iterations} iterations, {run.train_seconds:.1f} s of training "
-                f"({run.wall_seconds:.0f} s with evaluations)",
-                flush=True,
-            )
+    if failed:  # their output: --out/trials/N/fit.log
+        raise SystemExit(f"trials that did not complete: {'; '.join(failed)}")
+    runs = study_runs(study, args.out)
     uniform = uniform_nash_conv(args.game)
-    args.out.mkdir(parents=True, exist_ok=True)
     settings = {
         **{k: v for k, v in vars(args).items() if k not in ("out", "quick", "beside")},
         "beside": [str(folder) for folder in args.beside],
@@ -660,7 +659,6 @@ def main(argv: list[str] | None = None) -> None:
         "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, python "
         f"{platform.python_version()}, torch {torch.__version__}",
     }
-    runs.sort(key=lambda r: (CONTESTANTS.index(r.contestant), r.seed))
     result = {
         "settings": settings,
         "uniform_nash_conv": uniform,
@@ -675,6 +673,7 @@ def main(argv: list[str] | None = None) -> None:
     print(table(shown, args.seconds))
     print(
         f"\nwrote {args.out}/side_by_side.json, nashconv_vs_seconds.png, nashconv_vs_iterations.png"
+        f"; over seeds: python -m lostcities_cfr report {args.out}"
     )
 
 

@@ -69,6 +69,8 @@ class Case:
 FIT = ["fit", "--config", "tiny.yaml"]
 # configs/kuhn_deep_cfr.yaml in the folder "kuhn", two iterations, CSV logs only
 KUHN = ["fit", "--config", "kuhn.yaml"]
+# configs/liars_dice_sdcfr.yaml, one iteration, in the folder "liars" (make_fixtures)
+LIARS = ["fit", "--config", "liars.yaml"]
 WALKERS_16 = ["--model.sampler.init_args.walkers", "16"]
 EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.002"]
 # Two DDP ranks with reservoirs of 64 rows, which fill at once (rows that stand for several)
@@ -351,6 +353,19 @@ CASES = [
         "... by a sweep of another experiment (kept)",
         [*SWEEP, "sweep-reused", "--seeds", "1", "--set", "model.learning_rate=0.01"],
     ),
+    Case(
+        "fit: Liar's Dice for three players (the engine takes two)",
+        [*LIARS, "--model.rules.init_args.players", "3"],
+    ),
+    Case(
+        "fit: Liar's Dice with dice of no sides",
+        [*LIARS, "--model.rules.init_args.dice_sides", "0"],
+    ),
+    Case(
+        "nashconv of Liar's Dice (walked whole on the batched engine)",
+        ["nashconv", "--agent", "uniform", "--game", "liars_dice"],
+        shows=r"NashConv",
+    ),
 ]
 
 
@@ -372,6 +387,9 @@ def make_fixtures(work: Path) -> None:
     )
     if done.returncode != 0:
         raise SystemExit(f"the Kuhn fixture run failed:\n{done.stderr[-3000:]}")
+    liars = yaml.safe_load((ROOT / "configs/liars_dice_sdcfr.yaml").read_text())
+    liars["trainer"].update(max_epochs=1, default_root_dir="liars", logger=False)
+    (work / "liars.yaml").write_text(yaml.safe_dump(liars))
     for copy in ("resumable", "dangling"):
         shutil.copytree(work / "run", work / copy, symlinks=True)
     (work / "dangling" / "checkpoints" / "last.ckpt").resolve().unlink()

@@ -66,6 +66,13 @@ def test_a_grid_runs_every_point_once_and_records_a_failure_without_stopping(tmp
     assert [s.setting for s in summary.settings] == ["model.x=1", "model.x=fail"]
     assert summary.settings[0].values == [1.0, 11.0] and summary.settings[1].unfinished == 2
     assert {t.iterations for t in summary.trials if t.state == "COMPLETE"} == {4}
+    # a sweep folder moved (or copied) elsewhere: its trials are found under it
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "trials").rename(tmp_path / "moved" / "trials")
+    assert {t.iterations for t in summarize(study).trials if t.state == "COMPLETE"} == {0}
+    moved = summarize(study, tmp_path / "moved").trials
+    assert {t.iterations for t in moved if t.state == "COMPLETE"} == {4}
+    assert all(t.run_dir.startswith(str(tmp_path / "moved")) for t in moved)
 
 
 def test_a_search_reports_each_iteration_and_runs_its_number_of_trials(tmp_path):
@@ -84,6 +91,36 @@ def test_a_search_reports_each_iteration_and_runs_its_number_of_trials(tmp_path)
     for t in trials:  # the value at each iteration went to the pruner, the last is the result
         assert sorted(t.intermediate_values) == [1, 2, 3, 4]
         assert t.value == pytest.approx(point(t)["model.x"])
+
+
+def test_a_trial_its_command_gives_none_is_closed_unrun_and_left_out(tmp_path):
+    # a deterministic solver's seeds past the first (scripts/tools/openspiel_side_by_side.py)
+    spec = SweepSpec(
+        configs=[config(tmp_path)], seeds=[0, 1], grid={"model.x": ["1", "2"]}, metric="score"
+    )
+    study = studies.open_study(spec, "unrun", studies.storage_url(str(tmp_path)))
+    ledger = tmp_path / "ledger"
+    fit = command(ledger)
+
+    def once_for_x2(spec, params, run_dir, threads):
+        if params["model.x"] == "2" and params["seed"] != spec.seeds[0]:
+            return None
+        return fit(spec, params, run_dir, threads)
+
+    for _ in range(2):  # the second run finds nothing to do
+        SweepRunner(
+            study, spec, tmp_path, jobs=2, say=lambda _: None, poll_s=POLL_S, command=once_for_x2
+        ).run()
+    assert ledger_lines(ledger, "start") == Counter(["seed=0 x=1", "seed=1 x=1", "seed=0 x=2"])
+    trials = studies.results(study)
+    assert sorted((point(t)["model.x"], point(t)["seed"]) for t in trials) == [
+        ("1", 0),
+        ("1", 1),
+        ("2", 0),
+    ]
+    assert all(t.state == TrialState.COMPLETE for t in trials)
+    assert len(list((tmp_path / "trials").iterdir())) == 3  # no folder for the unrun one
+    assert [s.seeds for s in summarize(study).settings] == [[0, 1], [0]]
 
 
 def studies_range():
