@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -70,6 +70,7 @@ import torch
 from lostcities_cfr.errors import ConfigError, IllegalActionError
 from lostcities_cfr.game.openspiel_adapter import load_pyspiel
 from lostcities_cfr.game.protocol import Game, action_ids
+from lostcities_cfr.game.tensor_batch import TensorBatch, check_new_batch
 
 BIDDING_RULES = ("reset-face", "reset-quantity")
 """OpenSpiel's two orders of the bids (module docstring)."""
@@ -175,15 +176,7 @@ class LiarsDice(Game):
         """``batch_size`` games, each die rolled uniformly from a CPU generator seeded
         with ``seed`` (torch's global RNG when None), so a seed deals alike on every
         device."""
-        if kernels == "compiled":
-            raise ConfigError(
-                f"{self.name} has no compiled kernels (its rules are a few small tensor "
-                "operations); use kernels='eager'"
-            )
-        if kernels != "eager":
-            raise ConfigError(f"kernels must be 'eager' or 'compiled', got {kernels!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_new_batch(self.name, batch_size, kernels)
         generator = None if seed is None else torch.Generator().manual_seed(seed)
         rolls = torch.randint(self.dice_sides, (batch_size, self.total_dice), generator=generator)
         return DiceBatch.from_deals(self, rolls, device)
@@ -246,18 +239,11 @@ def _tables(game: LiarsDice, device: torch.device) -> _Tables:
 _FIELDS = ("dice", "bids", "last", "_turn", "_done")
 
 
-class DiceBatch:
+class DiceBatch(TensorBatch):
     """B games of Liar's Dice in lockstep. Build with :meth:`from_deals` (or the game's
     ``new_batch`` / ``deals``); the constructor takes the state tensors."""
 
-    def __init__(self, game: LiarsDice, **state: torch.Tensor) -> None:
-        """Low-level: every tensor named in ``_FIELDS``, game first."""
-        missing = set(_FIELDS) - set(state)
-        if missing:
-            raise ValueError(f"DiceBatch needs state tensors {sorted(missing)}")
-        self.game = game
-        for name in _FIELDS:
-            setattr(self, name, state[name])
+    FIELDS = _FIELDS
 
     @classmethod
     def from_deals(
@@ -285,51 +271,6 @@ class DiceBatch:
             _turn=zeros,  # out-of-place updates: sharing is safe
             _done=zeros.bool(),
         )
-
-    # ---- selection ---------------------------------------------------------------------------
-    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> DiceBatch:
-        return DiceBatch(self.game, **{n: fn(getattr(self, n)) for n in _FIELDS})
-
-    def select(self, index: torch.Tensor | Sequence[int]) -> DiceBatch:
-        """A new batch of the games at ``index`` ([n] int64); repeats fork a game."""
-        index = torch.as_tensor(index, dtype=torch.int64, device=self.device)
-        return self._map(lambda v: v.index_select(0, index))
-
-    def clone(self) -> DiceBatch:
-        return self._map(torch.clone)
-
-    def to(self, device: str | torch.device) -> DiceBatch:
-        return self._map(lambda v: v.to(device))
-
-    @property
-    def batch_size(self) -> int:
-        return len(self.dice)
-
-    def __len__(self) -> int:
-        return self.batch_size
-
-    def __repr__(self) -> str:
-        return (
-            f"DiceBatch({self.game}, batch_size={self.batch_size}, device={self.device}, "
-            f"done={int(self._done.sum())})"
-        )
-
-    @property
-    def device(self) -> torch.device:
-        return self.dice.device
-
-    @property
-    def compiled(self) -> bool:
-        return False
-
-    @property
-    def done(self) -> torch.Tensor:
-        """[B] bool: over by the rules, or cut short by a sampler (whose returns stay 0)."""
-        return self._done
-
-    @done.setter
-    def done(self, done: torch.Tensor) -> None:
-        self._done = torch.as_tensor(done, dtype=torch.bool, device=self.device)
 
     @property
     def ended(self) -> torch.Tensor:

@@ -49,7 +49,7 @@ player who folded, -1), ``ended`` (over by the rules) and ``done`` (over, or cut
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
@@ -57,9 +57,10 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
-from lostcities_cfr.errors import ConfigError, IllegalActionError
+from lostcities_cfr.errors import IllegalActionError
 from lostcities_cfr.game.openspiel_adapter import load_pyspiel
 from lostcities_cfr.game.protocol import Game, action_ids
+from lostcities_cfr.game.tensor_batch import TensorBatch, check_new_batch
 
 FOLD, CALL, RAISE = 0, 1, 2
 """What an action does: Leduc's ids; Kuhn's Pass and Bet map onto them by the state."""
@@ -153,15 +154,7 @@ class _Poker(Game):
     ) -> PokerBatch:
         """``batch_size`` games, each dealt uniformly from a CPU generator seeded with
         ``seed`` (torch's global RNG when None), so a seed deals alike on every device."""
-        if kernels == "compiled":
-            raise ConfigError(
-                f"{self.name} has no compiled kernels (its rules are a few small tensor "
-                "operations); use kernels='eager'"
-            )
-        if kernels != "eager":
-            raise ConfigError(f"kernels must be 'eager' or 'compiled', got {kernels!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_new_batch(self.name, batch_size, kernels)
         table = deal_table(self.rules)
         generator = None if seed is None else torch.Generator().manual_seed(seed)
         index = torch.randint(len(table), (batch_size,), generator=generator)
@@ -203,19 +196,15 @@ _FIELDS = ("cards", "bets", "round", "n_bets", "raises", "calls", "contrib", "_t
 _FLAGS = ("ended", "_done")
 
 
-class PokerBatch:
+class PokerBatch(TensorBatch):
     """B games of Kuhn or Leduc poker in lockstep. Build with :meth:`from_deals` (or the
     game's ``new_batch`` / ``deals``); the constructor takes the state tensors."""
 
+    FIELDS = _FIELDS + _FLAGS
+
     def __init__(self, game: _Poker, **state: torch.Tensor) -> None:
-        """Low-level: every tensor named in ``_FIELDS`` and ``_FLAGS``, game first."""
-        missing = set(_FIELDS + _FLAGS) - set(state)
-        if missing:
-            raise ValueError(f"PokerBatch needs state tensors {sorted(missing)}")
-        self.game = game
+        super().__init__(game, **state)
         self.rules = game.rules
-        for name in _FIELDS + _FLAGS:
-            setattr(self, name, state[name])
 
     @classmethod
     def from_deals(
@@ -245,51 +234,6 @@ class PokerBatch:
             _done=zeros.bool(),
         )
         return cls(game, **state)
-
-    # ---- selection ---------------------------------------------------------------------------
-    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> PokerBatch:
-        return PokerBatch(self.game, **{n: fn(getattr(self, n)) for n in _FIELDS + _FLAGS})
-
-    def select(self, index: torch.Tensor | Sequence[int]) -> PokerBatch:
-        """A new batch of the games at ``index`` ([n] int64); repeats fork a game."""
-        index = torch.as_tensor(index, dtype=torch.int64, device=self.device)
-        return self._map(lambda v: v.index_select(0, index))
-
-    def clone(self) -> PokerBatch:
-        return self._map(torch.clone)
-
-    def to(self, device: str | torch.device) -> PokerBatch:
-        return self._map(lambda v: v.to(device))
-
-    @property
-    def batch_size(self) -> int:
-        return len(self.cards)
-
-    def __len__(self) -> int:
-        return self.batch_size
-
-    def __repr__(self) -> str:
-        return (
-            f"PokerBatch({self.game.name}, batch_size={self.batch_size}, device={self.device}, "
-            f"done={int(self._done.sum())})"
-        )
-
-    @property
-    def device(self) -> torch.device:
-        return self.cards.device
-
-    @property
-    def compiled(self) -> bool:
-        return False
-
-    @property
-    def done(self) -> torch.Tensor:
-        """[B] bool: over by the rules, or cut short by a sampler (whose returns stay 0)."""
-        return self._done
-
-    @done.setter
-    def done(self, done: torch.Tensor) -> None:
-        self._done = torch.as_tensor(done, dtype=torch.bool, device=self.device)
 
     @property
     def turn(self) -> torch.Tensor:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openspiel_tree import walk_openspiel
 
 from lostcities_cfr.cfr import masked_softmax
 from lostcities_cfr.cfr.exploitability import nash_conv
@@ -32,53 +32,6 @@ def label(game: LiarsDice) -> str:
     return f"{game.numdice}x{game.dice_sides}-{game.bidding_rule}"
 
 
-@dataclass
-class Node:
-    """One decision or terminal history of OpenSpiel's tree, as OpenSpiel sees it."""
-
-    rolls: tuple[int, ...]  # the chance outcomes, in roll order
-    actions: tuple[int, ...]
-    terminal: bool
-    player: int
-    legal: list[int]
-    tensors: list[list[float]]  # information_state_tensor of player 0 and player 1
-    info: str | None  # information_state_string of the player to move
-    returns: list[float]
-
-
-def walk_openspiel(game: LiarsDice) -> tuple[list[Node], dict[tuple[int, ...], float]]:
-    """Every decision and terminal node of OpenSpiel's tree, and the probability of each
-    whole sequence of dice rolls (the product of ``chance_outcomes``' probabilities)."""
-    nodes: list[Node] = []
-    paths: dict[tuple[int, ...], float] = {}
-
-    def visit(state, rolls: tuple[int, ...], prob: float, actions: tuple[int, ...]) -> None:
-        if state.is_chance_node():
-            for outcome, p in state.chance_outcomes():
-                visit(state.child(outcome), (*rolls, outcome), prob * p, actions)
-            return
-        paths[rolls] = prob
-        terminal = state.is_terminal()
-        player = state.current_player()
-        nodes.append(
-            Node(
-                rolls,
-                actions,
-                terminal,
-                player,
-                [] if terminal else state.legal_actions(),
-                [state.information_state_tensor(p) for p in range(2)],
-                None if terminal else state.information_state_string(player),
-                state.returns(),
-            )
-        )
-        for action in nodes[-1].legal:
-            visit(state.child(action), rolls, prob, (*actions, action))
-
-    visit(game.openspiel_game().new_initial_state(), (), 1.0, ())
-    return nodes, paths
-
-
 def sorted_deal(game: LiarsDice, rolls: tuple[int, ...]) -> tuple[int, ...]:
     """Rolls in OpenSpiel's order as our deal: each player's dice sorted."""
     N = game.numdice
@@ -93,7 +46,7 @@ def test_whole_tree_equals_openspiel(game):
     to move, the legal actions, both players' features, the returns; each deal's
     probability is that of its roll orders; and one information set of ours is one of
     OpenSpiel's information-state strings."""
-    nodes, paths = walk_openspiel(game)
+    nodes, paths = walk_openspiel(game.openspiel_game())
     # every rising sequence of the T * S bids, and each one's Liar but the empty one's
     assert len(nodes) == game.dice_sides**game.total_dice * (2**game.n_actions - 1)
     roots, probability = game.deals()
@@ -115,7 +68,7 @@ def test_whole_tree_equals_openspiel(game):
         levels[len(node.actions)].append(node)
     assert max(levels) == game.max_game_length
     for depth, rows in levels.items():
-        batch = roots.select([index[sorted_deal(game, n.rolls)] for n in rows])
+        batch = roots.select([index[sorted_deal(game, n.chance)] for n in rows])
         for t in range(depth):
             batch.step(torch.tensor([n.actions[t] for n in rows]))
         terminal = torch.tensor([n.terminal for n in rows])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from functools import cache
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openspiel_tree import walk_openspiel
 
 from lostcities_cfr.errors import ConfigError, IllegalActionError
 from lostcities_cfr.game.poker import KuhnPoker, LeducPoker, PokerBatch, deal_table
@@ -26,60 +26,13 @@ def openspiel(name: str):
     return pyspiel.load_game(name)
 
 
-@dataclass
-class Node:
-    """One decision or terminal history of OpenSpiel's tree, as OpenSpiel sees it."""
-
-    chance: tuple[int, ...]  # the chance outcomes so far (Leduc's public card from round 2)
-    actions: tuple[int, ...]
-    terminal: bool
-    player: int
-    legal: list[int]
-    tensors: list[list[float]]  # information_state_tensor of player 0 and player 1
-    info: str | None  # information_state_string of the player to move
-    returns: list[float]
-
-
-def walk_openspiel(name: str) -> tuple[list[Node], dict[tuple[int, ...], float]]:
-    """Every decision and terminal node of OpenSpiel's tree, and the probability of the
-    chance outcomes leading to each (the product of ``chance_outcomes``' probabilities)."""
-    nodes: list[Node] = []
-    paths: dict[tuple[int, ...], float] = {}
-
-    def visit(state, chance: tuple[int, ...], prob: float, actions: tuple[int, ...]) -> None:
-        if state.is_chance_node():
-            for outcome, p in state.chance_outcomes():
-                visit(state.child(outcome), (*chance, outcome), prob * p, actions)
-            return
-        paths[chance] = prob
-        terminal = state.is_terminal()
-        player = state.current_player()
-        nodes.append(
-            Node(
-                chance,
-                actions,
-                terminal,
-                player,
-                [] if terminal else state.legal_actions(),
-                [state.information_state_tensor(p) for p in range(2)],
-                None if terminal else state.information_state_string(player),
-                state.returns(),
-            )
-        )
-        for action in nodes[-1].legal:
-            visit(state.child(action), chance, prob, (*actions, action))
-
-    visit(openspiel(name).new_initial_state(), (), 1.0, ())
-    return nodes, paths
-
-
 @pytest.mark.parametrize("game", GAMES, ids=IDS)
 def test_whole_tree_equals_openspiel(game):
     """Every history of OpenSpiel's tree, on every deal of ours that it can be (a Leduc
     first-round history on each of the 4 public cards still to come), holds equal: the
     player to move, the legal actions, both players' features, the returns; the chance
     outcomes with their probabilities; and which histories share an information set."""
-    nodes, paths = walk_openspiel(game.name)
+    nodes, paths = walk_openspiel(openspiel(game.name))
     assert len(nodes) == {"kuhn_poker": 54, "leduc_poker": 9300}[game.name]  # whole tree
     roots, probability = game.deals()
     deals = [tuple(d) for d in roots.cards.tolist()]
