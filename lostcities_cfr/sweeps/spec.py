@@ -192,16 +192,19 @@ def parse_search(items: list[str]) -> dict[str, SearchRange]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``--seeds``: a count ``N`` (seeds 0 to N-1) or a list ``3,5,8``."""
+    """``--seeds``: a count ``N`` (seeds 0 to N-1) or a list ``3,5,8`` (one seed: ``4,``)."""
     try:
         if "," in text:
-            return [int(seed) for seed in text.split(",")]
-        count = int(text)
+            seeds = [int(seed) for seed in text.split(",") if seed.strip()]
+            count = len(seeds)
+        else:
+            count = int(text)
+            seeds = list(range(count))
     except ValueError:
         raise ConfigError(f"--seeds {text}: expected a count (5) or a list (0,1,2)") from None
     if count < 1:
         raise ConfigError(f"--seeds {text}: run at least one seed")
-    return list(range(count))
+    return seeds
 
 
 def setting_label(params: dict[str, Any]) -> str:

@@ -40,7 +40,8 @@ def test_a_grid_runs_every_combination_with_every_seed_seeds_innermost(config):
 def test_seeds_are_a_count_or_a_list():
     assert parse_seeds("3") == [0, 1, 2]
     assert parse_seeds("4,9") == [4, 9]
-    for bad in ("0", "x", "1,y"):
+    assert parse_seeds("4,") == [4]
+    for bad in ("0", "x", "1,y", ","):
         with pytest.raises(ConfigError, match="--seeds"):
             parse_seeds(bad)
 
