@@ -38,6 +38,7 @@ from lostcities_cfr.agents.base import AgentRandomness
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.search.belief import BeliefNet
 from lostcities_cfr.search.rollouts import Rollouts
+from lostcities_cfr.search.streams import child, uniforms
 from lostcities_cfr.search.worlds import belief_keys, deal_worlds, world_keys
 
 # The defaults: the budget measured strongest for search:best within the time the issue
@@ -132,9 +133,19 @@ class SearchAgent:
         return actions, {"probability": probability, "searched value": value, "worlds": worlds}
 
     @torch.inference_mode()
-    def search(self, batch: GameBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def search(
+        self, batch: GameBatch, streams: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The action of every game [B] int64, the mean value of each action searched [B, A]
-        (NaN elsewhere) and the worlds it was valued in [B, A]."""
+        (NaN elsewhere) and the worlds it was valued in [B, A].
+
+        ``streams`` ([B] int64, :mod:`~lostcities_cfr.search.streams`): every game deals its
+        worlds and samples its rollouts from its own stream, so its result does not depend
+        on the games searched beside it (expert iteration's labels); None: the agent's
+        generators, as :meth:`act` plays. Uniform worlds only (no ``belief``).
+        """
+        if streams is not None and self.belief is not None:
+            raise ValueError("search(streams=...) deals uniform worlds; this agent has a belief")
         legal = batch.legal_mask()  # [B, A]
         B, A = legal.shape
         base = self.rollouts.policy
@@ -157,13 +168,18 @@ class SearchAgent:
         # paired differences to the incumbent, world by world: their sum and sum of squares
         diff_sum = torch.zeros(B, A, device=batch.device)
         diff_squares = torch.zeros(B, A, device=batch.device)
+        # a game searches in every round from the first until one challenger is left, so the
+        # round's number is the same for it whatever other games share the call
+        round_number = 0
         while True:
             left = challengers.sum(1)
             games = ((left > 1) | ((left == 1) & (counts.sum(1) == 0))).nonzero().squeeze(1)
             if not len(games):
                 break
             alive = challengers[games] | is_incumbent[games]  # [G, A]
-            values = self._round(batch.select(games), alive)  # [G, A, W]
+            round_streams = None if streams is None else child(streams[games], round_number)
+            values = self._round(batch.select(games), alive, round_streams)  # [G, A, W]
+            round_number += 1
             totals[games] += values.sum(2)
             counts[games] += alive * self.worlds
             diff = values - values.gather(1, incumbent[games, None, None].expand_as(values[:, :1]))
@@ -181,12 +197,18 @@ class SearchAgent:
         mean = torch.where(counts > 0, totals / n, torch.nan)
         return actions, mean, counts
 
-    def _round(self, games: GameBatch, alive: torch.Tensor) -> torch.Tensor:
+    def _round(
+        self, games: GameBatch, alive: torch.Tensor, streams: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """[G, A, W]: each alive action's value in each of ``W`` new worlds, 0 for the other
-        actions, for games ``games`` with their alive actions ``alive`` [G, A]."""
+        actions, for games ``games`` with their alive actions ``alive`` [G, A]; ``streams``
+        [G] int64 draws each game's worlds and rollouts from its own stream."""
         W = self.worlds
         generator = self._rng.generator(games.device)
-        if self.belief is None:
+        if streams is not None:
+            N = games.rules.deck_size
+            keys = uniforms(streams, W * N).view(games.batch_size, W, N)  # as world_keys
+        elif self.belief is None:
             keys = world_keys(games, W, generator)
         else:
             parameter = next(self.belief.parameters())
@@ -200,8 +222,12 @@ class SearchAgent:
         children = worlds.select(parent)
         chooser = children.current_player
         children.step(action.repeat_interleave(W), check=False)
+        child_streams = None  # [P * W] one per child, in the order of ``parent``
+        if streams is not None:
+            pair = child(streams[game], action)  # [P]
+            child_streams = child(pair[:, None], offsets[None, :]).flatten()
         values = torch.zeros(*alive.shape, W, device=games.device)
-        values[game, action] = self.rollouts.values(children, chooser).view(-1, W)
+        values[game, action] = self.rollouts.values(children, chooser, child_streams).view(-1, W)
         return values
 
 

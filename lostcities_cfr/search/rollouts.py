@@ -25,6 +25,7 @@ from lostcities_cfr.agents.base import Agent, AgentRandomness
 from lostcities_cfr.game.batched import GameBatch
 from lostcities_cfr.game.encoding import encode_history
 from lostcities_cfr.inference import InferenceQueue
+from lostcities_cfr.search.streams import child, unit
 
 VALUE = "value"  # the value network's name in the search's inference queue
 # Drop finished rollouts from the lockstep batch once this share of its rows is done (as
@@ -95,18 +96,28 @@ class Rollouts:
         self.decisions = 0  # decisions played in rollouts, for cost reports
         self._rng = AgentRandomness(seed)
 
-    def values(self, children: GameBatch, chooser: torch.Tensor) -> torch.Tensor:
+    def values(
+        self, children: GameBatch, chooser: torch.Tensor, streams: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """[n] float32: each child's value in points for ``chooser`` ([n] 0/1: the player
-        who chose the action leading to it)."""
+        who chose the action leading to it).
+
+        ``streams`` ([n] int64, :mod:`~lostcities_cfr.search.streams`): a base that offers
+        its probabilities samples each row's moves from the row's own stream, so a row's
+        value does not depend on the rows played beside it; None: the rollouts' generator.
+        """
         n = children.batch_size
         out = torch.empty(n, device=children.device)
         for start in range(0, n, self.chunk):
             rows = torch.arange(start, min(start + self.chunk, n), device=children.device)
             part = children if len(rows) == n else children.select(rows)
-            out[rows] = self._play(part, chooser[rows])
+            part_streams = None if streams is None else streams[rows]
+            out[rows] = self._play(part, chooser[rows], part_streams)
         return out
 
-    def _play(self, batch: GameBatch, chooser: torch.Tensor) -> torch.Tensor:
+    def _play(
+        self, batch: GameBatch, chooser: torch.Tensor, streams: torch.Tensor | None
+    ) -> torch.Tensor:
         """Values of one chunk (module docstring); ``batch`` is played in place."""
         values = torch.zeros(batch.batch_size, device=batch.device)
         rows = torch.arange(batch.batch_size, device=batch.device)  # each live row's index
@@ -129,14 +140,17 @@ class Rollouts:
                 rows = rows[keep]
                 batch = batch.select(keep)
             self.decisions += int((~batch.done).sum())
-            batch.step(self._act(batch), check=False)
+            step_keys = None if streams is None else child(streams[rows], steps)
+            batch.step(self._act(batch, step_keys), check=False)
             steps += 1
 
-    def _act(self, batch: GameBatch) -> torch.Tensor:
+    def _act(self, batch: GameBatch, keys: torch.Tensor | None = None) -> torch.Tensor:
         """The base policy's actions [B]. A base that offers its probabilities
         (``policy(batch)``, as network agents do) is sampled by inverse transform, one uniform
-        per game from the rollouts' own generator: ``torch.multinomial`` draws an exponential
-        per action, which took a quarter of a rollout's time. Greedy bases play their argmax."""
+        per game from the rollouts' own generator, or from ``keys`` ([B] int64, one per game:
+        :func:`~lostcities_cfr.search.streams.unit`): ``torch.multinomial`` draws an
+        exponential per action, which took a quarter of a rollout's time. Greedy bases play
+        their argmax."""
         policy = getattr(self.policy, "policy", None)
         if policy is None:
             return self.policy.act(batch)
@@ -144,7 +158,11 @@ class Rollouts:
         if getattr(self.policy, "greedy", False):
             return probs.argmax(1)
         cumulative = probs.cumsum(1)  # [B, A]
-        u = self._rng.uniform((batch.batch_size, 1), batch.device) * cumulative[:, -1:]
+        if keys is None:
+            u = self._rng.uniform((batch.batch_size, 1), batch.device)
+        else:
+            u = unit(keys)[:, None]
+        u = u * cumulative[:, -1:]
         drawn = (cumulative <= u).sum(1)  # the first action whose cumulative exceeds u
         # u rounded up to the total would pass every action: take the last possible one
         last = probs.shape[1] - 1 - (probs.flip(1) > 0).int().argmax(1)

@@ -66,6 +66,7 @@ _ALLOWED_CLASS_PATHS: set[str] = set()
 _LOADABLE: dict[str, type[pl.LightningModule] | None] = {
     DEFAULT_MODEL_CLASS: None,
     "lostcities_cfr.baselines.ppo.PPO": None,
+    "lostcities_cfr.baselines.expert_iteration.ExpertIteration": None,
 }
 """Allow-listed model classes by class path; ``None`` until first imported."""
 

@@ -211,6 +211,20 @@ METRICS: tuple[Metric, ...] = (
         "magnetic mirror descent: mean KL divergence from the policy to its magnet",
     ),
     Metric(
+        ("expert/labels", "expert/labels_per_s", "expert/deviation_share", "buffer/expert"),
+        "`ExpertIteration`",
+        "the round's self-play: decisions the search labelled, labels per second of the "
+        "round's games (the labelling rate), share of them where the search played another "
+        "action than the network's most probable; rows the reservoir holds",
+    ),
+    Metric(
+        ("loss/expert", "expert/agreement"),
+        "`ExpertIteration`",
+        "the round's updates: cross-entropy of the policy to the search's soft targets, "
+        "share of rows whose most probable action is the target's (its value network logs "
+        "`loss/value`, its games `time/rollout_s` and `rollout/*`, its updates `time/update_s`)",
+    ),
+    Metric(
         ("loss/bc", "bc/accuracy"),
         "`PPO` (`bc_teacher`, first `bc_iterations`)",
         "behaviour cloning: cross-entropy to the teacher's moves, share of moves it would pick",

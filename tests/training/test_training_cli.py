@@ -10,7 +10,7 @@ import pytest
 import torch
 from pytorch_lightning.callbacks import Timer
 
-from lostcities_cfr.baselines import PPO
+from lostcities_cfr.baselines import PPO, ExpertIteration
 from lostcities_cfr.callbacks import BestCheckpoint
 from lostcities_cfr.callbacks.run_checkpoint import FINAL_FILE
 from lostcities_cfr.commands import main
@@ -44,7 +44,7 @@ def test_print_config_shows_the_whole_experiment(write_config, capsys):
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_every_shipped_config_builds_its_model_and_trainer(config):
     cli = _built(config)
-    assert isinstance(cli.model, DeepCFR | PPO)
+    assert isinstance(cli.model, DeepCFR | PPO | ExpertIteration)
     timed = any(isinstance(c, Timer) and c._duration for c in cli.trainer.callbacks)
     assert cli.trainer.max_epochs >= 1 or timed  # every config ends
 
