@@ -24,18 +24,22 @@ information state (PPO's), else a fresh ``value_network``.
    (:func:`~lostcities_cfr.baselines.expert_labels.label_games`), which plays its action;
    the network's sample plays the rest. Each labelled decision becomes a row of a reservoir
    (:class:`~lostcities_cfr.cfr.reservoir.ReservoirBuffer`): the mover's features, its
-   legal mask, the soft target, and the game's final score difference for the mover;
+   legal mask, the policy target (``target``: the soft target, or the network's own
+   probabilities moved to the search's move where it deviated), and the game's final score
+   difference for the mover; with ``anchor``, so does every other decision with a choice,
+   its target the network's own probabilities;
 2. *update* (the epoch's training steps): ``updates_per_round`` Adam steps on minibatches
-   drawn from the reservoir, the policy by cross-entropy to the soft targets
+   drawn from the reservoir, the policy by cross-entropy to the targets
    (``loss/expert``), the value network by squared error to the outcomes over
    ``reward_scale`` (``loss/value``).
 
 The next round's search runs over the updated networks (the search holds the apprentice
 itself, not a copy). A checkpoint holds the networks, the optimizer, the reservoir and the
 generators, so a resumed run continues as if never stopped; a resume that changes a search
-setting (``worlds``, ``top``, ``z``, ``max_deck``, ``depth``, ``label``, ``temperature``,
-``base``) is refused by ``fit`` in one line naming the field. Loading a checkpoint as an
-agent rebuilds the networks from ``base``'s shape, so the base must still load.
+or target setting (``worlds``, ``top``, ``z``, ``max_deck``, ``depth``, ``label``,
+``target``, ``temperature``, ``played_weight``, ``anchor``, ``base``) is refused by ``fit``
+in one line naming the field. Loading a checkpoint as an agent rebuilds the networks from
+``base``'s shape, so the base must still load.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from lostcities_cfr.arguments import (
 from lostcities_cfr.baselines.expert_iteration_arguments import build_value_net, load_base
 from lostcities_cfr.baselines.expert_labels import (
     Labels,
+    deviation_targets,
     label_games,
     mixed_targets,
     soft_cross_entropy,
@@ -98,11 +103,23 @@ class ExpertIteration(pl.LightningModule):
         depth: rollouts stop after this many decisions and the value network values the
             state; None plays them out (the default of ``search:``, which measured best).
         chunk: rollouts played in one lockstep batch.
+        target: what a labelled row's policy target is. ``soft``: the search's values
+            through ``temperature``, with ``played_weight`` on its move
+            (:func:`~lostcities_cfr.baselines.expert_labels.mixed_targets`). ``deviations``:
+            the network's own probabilities when it was labelled, except where the search
+            played another action than its most probable, which gets ``played_weight`` of
+            the mass (:func:`~lostcities_cfr.baselines.expert_labels.deviation_targets`):
+            the search's values move the network only where its test found evidence.
         temperature: points: the soft target is ``softmax(values / temperature)`` over the
-            valued actions.
+            valued actions (``target: soft``).
         played_weight: share of the target put on the action the search played (which beat
             the network's choice by ``z`` standard errors, or is that choice), the rest
-            being the soft target; 0: the soft target alone, 1: the search's moves alone.
+            being the soft target (``soft``: 0, the soft target alone; 1, the search's moves
+            alone) or the network's probabilities (``deviations``, where it deviated).
+        anchor: also keep the decisions with a choice that the search does not take (with
+            ``label: late``, the early ones), their target the network's own probabilities
+            when played: a KL term that holds the decisions the search never labels where
+            they were, since one network plays them all.
         max_turns: the self-play games and the search's rollouts end after this many
             decisions, or the base's rules' own cap if lower (a capped round scores as it
             stands): a network that learns to trade discard piles would otherwise play
@@ -138,8 +155,10 @@ class ExpertIteration(pl.LightningModule):
         max_deck: PositiveInt = 20,
         depth: NonNegativeInt | None = None,
         chunk: PositiveInt = 1024,
+        target: Literal["soft", "deviations"] = "soft",
         temperature: PositiveFloat = 2.0,
         played_weight: ClosedUnitInterval = 0.0,
+        anchor: bool = False,
         max_turns: PositiveInt | None = 300,
         buffer_capacity: PositiveInt = 100_000,
         updates_per_round: PositiveInt = 50,
@@ -240,9 +259,13 @@ class ExpertIteration(pl.LightningModule):
         games = self.hparams.games_per_round
         batch = GameBatch.new(self.rules, games, seed=deal_seed, device=self.device)
         with torch.no_grad():
-            labels, decisions = label_games(self.search, batch, label_seed)
+            labels, decisions = label_games(
+                self.search, batch, label_seed, anchor=self.hparams.anchor
+            )
         seconds = time.perf_counter() - start
         self.add_rows(labels)
+        searched = int(labels.searched.sum())
+        deviations = int(labels.deviated.sum())
         self.iteration_metrics = {
             metrics.phase_seconds("rollout"): seconds,
             metrics.phase_seconds("update"): 0.0,
@@ -250,20 +273,24 @@ class ExpertIteration(pl.LightningModule):
             "rollout/decisions": float(decisions),
             "rollout/decisions_per_s": decisions / seconds,
             "rollout/game_length": decisions / games / 2,
-            "expert/labels": float(len(labels)),
-            "expert/labels_per_s": len(labels) / seconds,
-            "expert/deviation_share": float(labels.deviated.float().mean()) if len(labels) else 0.0,
+            "expert/labels": float(searched),
+            "expert/labels_per_s": searched / seconds,
+            "expert/deviation_share": deviations / searched if searched else 0.0,
             metrics.buffer_rows(BUFFER): float(len(self.buffer)),
         }
         self._sums = {}
 
     def add_rows(self, labels: Labels) -> None:
-        """Offer ``labels``' rows to the reservoir: features, legal mask, soft target and
+        """Offer ``labels``' rows to the reservoir: features, legal mask, policy target and
         outcome, under this round's number."""
         n = len(labels)
-        targets = mixed_targets(
-            labels.values, labels.played, self.hparams.temperature, self.hparams.played_weight
-        )  # [n, A]
+        weight = self.hparams.played_weight
+        if self.hparams.target == "deviations":
+            targets = deviation_targets(labels.prior, labels.played, labels.deviated, weight)
+        else:
+            targets = mixed_targets(labels.values, labels.played, self.hparams.temperature, weight)
+            # anchor rows have no values (their soft target is NaN)
+            targets = torch.where(labels.searched[:, None], targets, labels.prior)  # [n, A]
         packed = torch.cat([targets, labels.returns[:, None]], 1)  # [n, A + 1]
         legal = torch.cat([labels.legal, labels.legal.new_zeros(n, 1)], 1)  # [n, A + 1]
         self.buffer.add(labels.features, legal, packed, self.iteration)

@@ -36,7 +36,8 @@ _SAMPLE, _SEARCH = 0, 1
 
 @dataclass(frozen=True)
 class Labels:
-    """N labelled decisions of a batch of games, in the order they were taken."""
+    """N decisions of a batch of games, in the order they were taken: those the search took
+    and, with ``anchor``, the others with a choice (``searched`` False)."""
 
     game: torch.Tensor  # [N] int64: the game's id
     step: torch.Tensor  # [N] int64: decisions played in the game before this one
@@ -47,6 +48,10 @@ class Labels:
     played: torch.Tensor  # [N] int64: the search's action, which the game played
     deviated: torch.Tensor  # [N] bool: it is not the network's most probable action
     returns: torch.Tensor  # [N] float32: the game's final score difference for the seat
+    prior: torch.Tensor  # [N, A] float32: the network's probabilities there (0: illegal)
+    # [N] bool: the search took the decision; False: an anchor row (``anchor``), whose
+    # values are NaN and whose ``played`` is the network's sample
+    searched: torch.Tensor
 
     def __len__(self) -> int:
         return self.game.shape[0]
@@ -90,6 +95,25 @@ def mixed_targets(
     return played_weight * hard + (1 - played_weight) * soft
 
 
+def deviation_targets(
+    prior: torch.Tensor, played: torch.Tensor, deviated: torch.Tensor, played_weight: float
+) -> torch.Tensor:
+    """[n, A]: the network's own probabilities ``prior`` [n, A], except where the search
+    ``deviated`` ([n] bool), where ``played_weight`` of them moves to the action it played
+    (``played`` [n] int64).
+
+    The search plays the network's most probable action unless a challenger beats it by
+    ``z`` standard errors of their paired difference: a deviation is the search's only
+    evidence against the network, and everywhere else the target is the network as it was
+    labelled, so the cross-entropy there is a KL term to it (its gradient is 0 until the
+    network drifts). The search's means alone (:func:`soft_targets`) are rollout noise of
+    several points, larger than what separates the network's best actions.
+    """
+    hard = torch.zeros_like(prior).scatter_(1, played[:, None], 1.0)
+    moved = played_weight * hard + (1 - played_weight) * prior
+    return torch.where(deviated[:, None], moved, prior)
+
+
 def soft_cross_entropy(
     logits: torch.Tensor, legal: torch.Tensor, targets: torch.Tensor
 ) -> torch.Tensor:
@@ -102,7 +126,11 @@ def soft_cross_entropy(
 
 
 def label_games(
-    search: SearchAgent, batch: GameBatch, seed: int, game_ids: torch.Tensor | None = None
+    search: SearchAgent,
+    batch: GameBatch,
+    seed: int,
+    game_ids: torch.Tensor | None = None,
+    anchor: bool = False,
 ) -> tuple[Labels, int]:
     """Play ``batch`` to the end, in place, with ``search`` labelling (module docstring).
 
@@ -112,6 +140,8 @@ def label_games(
         batch: the games, at their start.
         seed: keys every game's random stream, with its id and step.
         game_ids: [B] int64, each game's id (its stream); default ``0..B-1``.
+        anchor: also return the decisions with a choice that the search does not take
+            (``searched`` False), for targets that keep the network where it was there.
 
     Returns:
         The labelled decisions, and the number of decisions both players took.
@@ -132,21 +162,28 @@ def label_games(
         if search.max_deck is not None:
             searched &= batch.deck_count <= search.max_deck
         index = searched.nonzero().squeeze(1)  # [n]
+        A = legal.shape[1]
+        values = torch.full((len(actions), A), torch.nan, device=actions.device)  # [B, A]
         if len(index):
-            games = batch.select(index)
-            chosen, values, _ = search.search(games, child(keys[index], _SEARCH))
+            chosen, values[index], _ = search.search(
+                batch.select(index), child(keys[index], _SEARCH)
+            )
             actions[index] = chosen
-            most_probable = probs[index].argmax(1)
+        kept = live & (legal.sum(1) > 1) if anchor else searched
+        index = kept.nonzero().squeeze(1)  # [m]
+        if len(index):
             parts.append(
                 (
                     ids[rows[index]],
                     torch.full_like(index, step),
                     batch.current_player[index],
-                    games.encode(),
+                    batch.select(index).encode(),
                     legal[index],
-                    values,
-                    chosen,
-                    chosen != most_probable,
+                    values[index],
+                    actions[index],
+                    actions[index] != probs[index].argmax(1),
+                    probs[index],
+                    searched[index],
                 )
             )
         decisions += int(live.sum())
@@ -155,24 +192,29 @@ def label_games(
     returns = play_games(batch, decide, check=False)  # [B, 2] by row of the batch
     if not parts:
         return _empty(batch), decisions
-    game, step, seat, features, legal, values, played, deviated = (
+    game, step, seat, features, legal, values, played, deviated, prior, searched = (
         torch.cat(p) for p in zip(*parts, strict=True)
     )
     # ``game`` holds ids; ``returns`` is indexed by row of this batch
     row_of = torch.empty(int(ids.max()) + 1, dtype=torch.int64, device=ids.device)
     row_of[ids] = torch.arange(len(ids), device=ids.device)
     own = returns.to(game.device)[row_of[game]].gather(1, seat[:, None]).squeeze(1)
-    labels = Labels(game, step, seat, features, legal, values, played, deviated, own)
+    deviated &= searched  # the network's own sample is no deviation
+    labels = Labels(
+        game, step, seat, features, legal, values, played, deviated, own, prior, searched
+    )
     return labels, decisions
 
 
-def label_one_at_a_time(search: SearchAgent, batch: GameBatch, seed: int) -> tuple[Labels, int]:
+def label_one_at_a_time(
+    search: SearchAgent, batch: GameBatch, seed: int, anchor: bool = False
+) -> tuple[Labels, int]:
     """:func:`label_games` called once per game of ``batch``, each game under its own id:
     the same labels, in game order, at the cost of one search call per game and decision."""
     parts, decisions = [], 0
     for g in range(batch.batch_size):
         one = torch.tensor([g], device=batch.device)
-        labels, n = label_games(search, batch.select(one), seed, game_ids=one)
+        labels, n = label_games(search, batch.select(one), seed, game_ids=one, anchor=anchor)
         parts.append(labels)
         decisions += n
     return Labels.cat(parts), decisions
@@ -204,4 +246,6 @@ def _empty(batch: GameBatch) -> Labels:
         played=long,
         deviated=torch.zeros(0, dtype=torch.bool, device=device),
         returns=torch.zeros(0, device=device),
+        prior=torch.zeros(0, A, device=device),
+        searched=torch.zeros(0, dtype=torch.bool, device=device),
     )

@@ -349,6 +349,10 @@ def _one_line(message: str) -> str:
     refused = re.match(r"Not of type \w+: (.*) does not conform", ranges[0]) if ranges else None
     if refused:  # the value itself, not the mapping of a model chosen by class_path
         value = refused[1]
+    elif value is not None and value.startswith("{"):
+        # a choice (a Literal) refused inside that mapping names the value it got
+        got = re.search(r"Got value: (.+)$", reason)
+        value = got[1] if got else value
     field = ".".join(keys) + ("" if value is None else f"={value}")
     return f"{field}: {reason}" if keys else reason
 

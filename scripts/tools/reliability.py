@@ -71,6 +71,9 @@ FIT = ["fit", "--config", "tiny.yaml"]
 KUHN = ["fit", "--config", "kuhn.yaml"]
 # configs/liars_dice_sdcfr.yaml, one iteration, in the folder "liars" (make_fixtures)
 LIARS = ["fit", "--config", "liars.yaml"]
+# configs/expert_iteration.yaml from the tiny run's networks, one small round, in the folder
+# "exit"; exit-early.yaml names an unknown label in the file itself (make_fixtures)
+EXIT = ["fit", "--config", "exit.yaml"]
 WALKERS_16 = ["--model.sampler.init_args.walkers", "16"]
 EVAL_LR = ["--model.eval_opponent", "discard-only", "--model.learning_rate", "0.002"]
 # Two DDP ranks with reservoirs of 64 rows, which fill at once (rows that stand for several)
@@ -366,6 +369,30 @@ CASES = [
         ["nashconv", "--agent", "uniform", "--game", "liars_dice"],
         shows=r"NashConv",
     ),
+    Case(
+        "expert iteration from a base of another game (Kuhn poker)",
+        [*EXIT, *folder("exit-bad"), "--model.init_args.base", "ckpt:kuhn/checkpoints/last.ckpt"],
+    ),
+    Case(
+        "expert iteration's soft targets from an agent without probabilities",
+        [*EXIT, *folder("exit-bad"), "--model.init_args.base", "heuristic:balanced"],
+    ),
+    Case(
+        "expert iteration resumed with another search",
+        [
+            *EXIT,
+            "--ckpt_path",
+            "last",
+            "--trainer.max_epochs",
+            "2",
+            "--model.init_args.worlds",
+            "3",
+        ],
+    ),
+    Case(
+        "expert iteration with an unknown label in its config",
+        ["fit", "--config", "exit-early.yaml"],
+    ),
 ]
 
 
@@ -390,6 +417,27 @@ def make_fixtures(work: Path) -> None:
     liars = yaml.safe_load((ROOT / "configs/liars_dice_sdcfr.yaml").read_text())
     liars["trainer"].update(max_epochs=1, default_root_dir="liars", logger=False)
     (work / "liars.yaml").write_text(yaml.safe_dump(liars))
+    expert = yaml.safe_load((ROOT / "configs/expert_iteration.yaml").read_text())
+    # no periodic evaluation: it plays best, on the classic rules
+    expert["trainer"].update(max_epochs=1, default_root_dir="exit", logger=False, callbacks=[])
+    expert["model"]["init_args"].update(
+        base="ckpt:run/checkpoints/final.ckpt",
+        games_per_round=4,
+        worlds=2,
+        top=2,
+        updates_per_round=2,
+        minibatch_size=32,
+        buffer_capacity=1000,
+    )
+    (work / "exit.yaml").write_text(yaml.safe_dump(expert))
+    done = subprocess.run(
+        [sys.executable, "-m", "lostcities_cfr", *EXIT], cwd=work, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the expert iteration fixture run failed:\n{done.stderr[-3000:]}")
+    expert["trainer"]["default_root_dir"] = "exit-bad"
+    expert["model"]["init_args"]["label"] = "early"
+    (work / "exit-early.yaml").write_text(yaml.safe_dump(expert))
     for copy in ("resumable", "dangling"):
         shutil.copytree(work / "run", work / copy, symlinks=True)
     (work / "dangling" / "checkpoints" / "last.ckpt").resolve().unlink()

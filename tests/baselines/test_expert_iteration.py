@@ -1,4 +1,4 @@
-"""Expert iteration: the soft targets and their loss, batched labelling equal to labelling one
+"""Expert iteration: the soft and deviation targets and their loss, batched labelling equal to labelling one
 game at a time, a tiny run through ``fit`` whose policy moves toward the search's targets, a
 resume that continues as if never stopped, and the bad inputs refused in one line."""
 
@@ -17,6 +17,7 @@ from lostcities_cfr.baselines import PPO, ExpertIteration
 from lostcities_cfr.baselines.expert_iteration_arguments import load_base
 from lostcities_cfr.baselines.expert_labels import (
     Labels,
+    deviation_targets,
     label_games,
     label_one_at_a_time,
     mixed_targets,
@@ -137,6 +138,45 @@ def test_played_weight_moves_the_target_toward_the_searchs_move():
     assert torch.allclose(half, 0.5 * soft + torch.tensor([[0.0, 0.5, 0.0, 0.0]]))
 
 
+def test_deviation_targets_keep_the_networks_probabilities_where_the_search_did_not_deviate():
+    prior = torch.tensor([[0.7, 0.2, 0.0, 0.1], [0.7, 0.2, 0.0, 0.1]])
+    played = torch.tensor([0, 3])
+    deviated = torch.tensor([False, True])
+    whole = deviation_targets(prior, played, deviated, played_weight=1.0)
+    assert torch.equal(whole[0], prior[0]) and whole[1].tolist() == [0.0, 0.0, 0.0, 1.0]
+    half = deviation_targets(prior, played, deviated, played_weight=0.5)
+    assert torch.equal(half[0], prior[0])
+    assert torch.allclose(half[1], torch.tensor([0.35, 0.1, 0.0, 0.55]))
+    assert torch.allclose(half.sum(1), torch.ones(2))
+    # at the network's own probabilities the cross-entropy is least: no gradient
+    logits = prior[:1].log().requires_grad_()
+    soft_cross_entropy(logits, prior[:1] > 0, whole[:1]).backward()
+    assert logits.grad.abs().max() < 1e-6
+
+
+def test_anchor_rows_are_the_decisions_the_search_left_with_the_networks_probabilities(
+    tiny_base,
+):
+    model = ExpertIteration(
+        base=tiny_base, worlds=2, top=None, max_deck=1, target="deviations", anchor=True
+    )
+    batch = GameBatch.new(model.rules, 8, seed=2)
+    with torch.no_grad():
+        labels, _ = label_games(model.search, batch, seed=3, anchor=True)
+        probs = torch.softmax(model.policy_net(labels.features).masked_fill(~labels.legal, -1e9), 1)
+    anchors = ~labels.searched
+    assert anchors.any() and labels.searched.any()
+    assert labels.values[anchors].isnan().all() and not labels.deviated[anchors].any()
+    assert (labels.legal.sum(1) > 1).all()
+    assert torch.allclose(labels.prior, probs, atol=1e-6)
+    model.setup("fit")
+    model.add_rows(labels)
+    A = model.game.n_actions
+    targets = model.buffer.targets[: len(labels), :A].float()
+    assert torch.allclose(targets[anchors], labels.prior[anchors], atol=1e-3)
+    assert torch.allclose(targets.sum(1), torch.ones(len(labels)), atol=1e-2)
+
+
 def test_a_deep_cfr_base_gives_its_average_strategy_and_a_fresh_value_network():
     base = Path(__file__).parents[1] / "data" / "tiny_run_before_layout_move.ckpt"
     model = ExpertIteration(base=f"ckpt:{base}", worlds=2, top=None)
@@ -144,6 +184,14 @@ def test_a_deep_cfr_base_gives_its_average_strategy_and_a_fresh_value_network():
     with torch.no_grad():
         labels, _ = label_games(model.search, GameBatch.new(model.rules, 4, seed=1), seed=0)
     assert len(labels) > 0
+
+
+def test_a_deep_cfr_base_trains_through_fit(tmp_path):
+    # LightningCLI hands the model's arguments to every save_hyperparameters called while it
+    # builds the model: the base's DeepCFR once took ExpertIteration's as its own and failed
+    base = Path(__file__).parents[1] / "data" / "tiny_run_before_layout_move.ckpt"
+    model = run("fit", ["--config", str(write_config(tmp_path / "cfr", f"ckpt:{base}", 1))]).model
+    assert model.current_epoch == 1 and len(model.buffer) > 0
 
 
 def test_max_turns_caps_the_rounds_below_the_bases_own_cap(tiny_base):
@@ -169,18 +217,23 @@ def test_the_cross_entropy_is_least_at_the_targets_where_it_is_their_entropy():
     [
         ("tiny", {"worlds": 3, "top": None}, 12),
         ("tiny", {"worlds": 2, "top": 2, "label": "all"}, 12),
+        ("tiny", {"worlds": 2, "top": 2, "max_deck": 1, "anchor": True}, 12),
         ("best", {"worlds": 2, "top": 3, "max_deck": 4}, 3),
     ],
-    ids=["tiny-every-action", "tiny-top-2", "classic-late"],
+    ids=["tiny-every-action", "tiny-top-2", "tiny-anchor", "classic-late"],
 )
 def test_batched_labelling_equals_labelling_one_game_at_a_time(tiny_base, base, settings, games):
     model = ExpertIteration(base=tiny_base if base == "tiny" else base, **settings)
     batch = GameBatch.new(model.rules, games, seed=17)
     with torch.no_grad():
-        batched, decisions = label_games(model.search, batch.clone(), seed=5)
-        alone, decisions_alone = label_one_at_a_time(model.search, batch.clone(), seed=5)
+        anchor = model.hparams.anchor
+        batched, decisions = label_games(model.search, batch.clone(), seed=5, anchor=anchor)
+        alone, decisions_alone = label_one_at_a_time(model.search, batch.clone(), 5, anchor)
     assert len(batched) > games and decisions == decisions_alone
     one, other = in_game_order(batched), in_game_order(alone)
+    # the network's probabilities come from a forward pass over the batch, whose float sums
+    # depend on its size: equal to rounding
+    assert torch.allclose(one.pop("prior"), other.pop("prior"), atol=1e-6)
     assert {name: torch.equal(one[name], other[name]) for name in one} == dict.fromkeys(one, True)
 
 
@@ -263,7 +316,8 @@ def poker_base(tmp_path_factory) -> str:
         ({"base": "ckpt:nowhere.ckpt"}, "base='ckpt:nowhere.ckpt'"),
         ({"top": 1}, "ExpertIteration top=1 must be >= 2"),
         ({"temperature": 0}, "model.temperature=0: Not of type PositiveFloat"),
-        ({"label": "early"}, "Expected a typing.Literal['late', 'all']. Got value: early"),
+        ({"label": "early"}, "model.label=early: Expected a typing.Literal['late', 'all']."),
+        ({"target": "best"}, "model.target=best: Expected a typing.Literal['soft', 'deviations"),
     ],
 )
 def test_a_bad_setting_exits_2_with_one_line_naming_it_before_any_game(
@@ -286,6 +340,7 @@ def test_a_bad_setting_exits_2_with_one_line_naming_it_before_any_game(
         (["--model.init_args.worlds", "3"], "model.worlds: checkpoint 2, command line 3"),
         (["--model.init_args.label", "all"], "model.label: checkpoint 'late'"),
         (["--model.init_args.temperature", "5"], "model.temperature: checkpoint 2.0"),
+        (["--model.init_args.target", "deviations"], "model.target: checkpoint 'soft'"),
     ],
 )
 def test_a_resume_that_changes_the_search_is_refused_and_loses_nothing(
