@@ -4,13 +4,13 @@ resume that continues as if never stopped, and the bad inputs refused in one lin
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
 import pytest
+import tiny_runs
 import torch
-import yaml
+from tiny_runs import write_run_config
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO, ExpertIteration
@@ -65,42 +65,13 @@ def tiny_base(tmp_path_factory) -> str:
 
 def write_config(run_dir: Path, start: str, max_epochs: int = 2, **model: object) -> Path:
     """A tiny run from the base ``start`` (``model`` overrides any setting, the base too)."""
-    config = {
-        "seed_everything": 3,
-        "threads": 1,
-        "trainer": {
-            "max_epochs": max_epochs,
-            "default_root_dir": str(run_dir),
-            "logger": {
-                "class_path": "pytorch_lightning.loggers.CSVLogger",
-                "init_args": {"save_dir": str(run_dir), "name": "csv"},
-            },
-            "callbacks": [
-                {
-                    "class_path": "lostcities_cfr.callbacks.IterationProgressBar",
-                    "init_args": {"lines": True},
-                },
-                {"class_path": "lostcities_cfr.callbacks.PhaseTimer"},
-            ],
-            "enable_model_summary": False,
-            "accelerator": "cpu",
-        },
-        "model": {
-            "class_path": "lostcities_cfr.baselines.ExpertIteration",
-            "init_args": {"base": start, **TINY_SEARCH, **model},
-        },
-    }
-    path = run_dir.with_suffix(".yaml")
-    path.write_text(yaml.safe_dump(config))
-    return path
+    model_class = "lostcities_cfr.baselines.ExpertIteration"
+    init_args = {"base": start, **TINY_SEARCH, **model}
+    return write_run_config(run_dir, model_class, init_args, max_epochs)
 
 
 def logged_rows(run_dir: Path) -> list[dict[str, str]]:
-    rows = []
-    for path in sorted(run_dir.glob("csv/version_*/metrics.csv")):
-        with path.open() as file:
-            rows += [row for row in csv.DictReader(file) if row.get("loss/expert")]
-    return rows
+    return tiny_runs.logged_rows(run_dir, "loss/expert")
 
 
 def in_game_order(labels: Labels) -> dict[str, torch.Tensor]:

@@ -4,13 +4,13 @@ export that ships an agent."""
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 
 import pytest
+import tiny_runs
 import torch
-import yaml
+from tiny_runs import write_run_config
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO
@@ -38,43 +38,16 @@ TINY_PPO = {
 
 
 def write_config(run_dir: Path, max_epochs: int = 3, **model: object) -> Path:
-    config = {
-        "seed_everything": 3,
-        "threads": 1,
-        "trainer": {
-            "max_epochs": max_epochs,
-            "default_root_dir": str(run_dir),
-            "logger": {
-                "class_path": "pytorch_lightning.loggers.CSVLogger",
-                "init_args": {"save_dir": str(run_dir), "name": "csv"},
-            },
-            "callbacks": [
-                {
-                    "class_path": "lostcities_cfr.callbacks.IterationProgressBar",
-                    "init_args": {"lines": True},
-                },
-                {"class_path": "lostcities_cfr.callbacks.PhaseTimer"},
-                {
-                    "class_path": "lostcities_cfr.callbacks.PeriodicEvaluation",
-                    "init_args": {"every_n_iterations": 1, "games": 4, "opponents": ["random"]},
-                },
-            ],
-            "enable_model_summary": False,
-            "accelerator": "cpu",
-        },
-        "model": {"class_path": "lostcities_cfr.baselines.PPO", "init_args": {**TINY_PPO, **model}},
+    evaluation = {
+        "class_path": "lostcities_cfr.callbacks.PeriodicEvaluation",
+        "init_args": {"every_n_iterations": 1, "games": 4, "opponents": ["random"]},
     }
-    path = run_dir.with_suffix(".yaml")
-    path.write_text(yaml.safe_dump(config))
-    return path
+    model_class = "lostcities_cfr.baselines.PPO"
+    return write_run_config(run_dir, model_class, {**TINY_PPO, **model}, max_epochs, (evaluation,))
 
 
 def logged_rows(run_dir: Path) -> list[dict[str, str]]:
-    rows = []
-    for path in sorted(run_dir.glob("csv/version_*/metrics.csv")):
-        with path.open() as file:
-            rows += [row for row in csv.DictReader(file) if row.get("loss/value")]
-    return rows
+    return tiny_runs.logged_rows(run_dir, "loss/value")
 
 
 def test_fit_trains_ppo_logs_documented_metrics_and_its_checkpoint_plays(tmp_path, capsys):
