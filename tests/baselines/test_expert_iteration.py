@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import baseline_runs
 import pytest
-import tiny_runs
 import torch
-from tiny_runs import write_run_config
+from baseline_runs import write_run_config
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO, ExpertIteration
@@ -71,7 +71,7 @@ def write_config(run_dir: Path, start: str, max_epochs: int = 2, **model: object
 
 
 def logged_rows(run_dir: Path) -> list[dict[str, str]]:
-    return tiny_runs.logged_rows(run_dir, "loss/expert")
+    return baseline_runs.logged_rows(run_dir, "loss/expert")
 
 
 def in_game_order(labels: Labels) -> dict[str, torch.Tensor]:

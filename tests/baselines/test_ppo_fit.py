@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import baseline_runs
 import pytest
-import tiny_runs
 import torch
-from tiny_runs import write_run_config
+from baseline_runs import write_run_config
 
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO
@@ -47,7 +47,7 @@ def write_config(run_dir: Path, max_epochs: int = 3, **model: object) -> Path:
 
 
 def logged_rows(run_dir: Path) -> list[dict[str, str]]:
-    return tiny_runs.logged_rows(run_dir, "loss/value")
+    return baseline_runs.logged_rows(run_dir, "loss/value")
 
 
 def test_fit_trains_ppo_logs_documented_metrics_and_its_checkpoint_plays(tmp_path, capsys):

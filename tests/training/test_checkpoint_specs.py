@@ -233,7 +233,12 @@ def test_registering_a_class_path_keeps_an_imported_class(isolated_allow_lists):
     assert checkpoint_module._LOADABLE[DEFAULT_MODEL_CLASS] is DeepCFR
     register_model_class("my_lab.models.Mine")
     assert loadable_model_classes() == sorted(
-        [DEFAULT_MODEL_CLASS, "lostcities_cfr.baselines.ppo.PPO", "my_lab.models.Mine"]
+        [
+            DEFAULT_MODEL_CLASS,
+            "lostcities_cfr.baselines.ppo.PPO",
+            "lostcities_cfr.baselines.expert_iteration.ExpertIteration",
+            "my_lab.models.Mine",
+        ]
     )
 
 
