@@ -91,8 +91,7 @@ def mixed_targets(
     soft = soft_targets(values, temperature)
     if played_weight == 0:
         return soft
-    hard = torch.zeros_like(soft).scatter_(1, played[:, None], 1.0)
-    return played_weight * hard + (1 - played_weight) * soft
+    return _toward_played(soft, played, played_weight)
 
 
 def deviation_targets(
@@ -109,9 +108,17 @@ def deviation_targets(
     network drifts). The search's means alone (:func:`soft_targets`) are rollout noise of
     several points, larger than what separates the network's best actions.
     """
-    hard = torch.zeros_like(prior).scatter_(1, played[:, None], 1.0)
-    moved = played_weight * hard + (1 - played_weight) * prior
+    moved = _toward_played(prior, played, played_weight)
     return torch.where(deviated[:, None], moved, prior)
+
+
+def _toward_played(
+    target: torch.Tensor, played: torch.Tensor, played_weight: float
+) -> torch.Tensor:
+    """[n, A]: ``played_weight`` of each row's mass on its ``played`` action ([n] int64), the
+    rest spread as ``target`` [n, A] spreads it."""
+    hard = torch.zeros_like(target).scatter_(1, played[:, None], 1.0)
+    return played_weight * hard + (1 - played_weight) * target
 
 
 def soft_cross_entropy(
