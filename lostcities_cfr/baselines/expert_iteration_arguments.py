@@ -8,7 +8,6 @@ targets. Everything else is refused in one line naming the field.
 
 from __future__ import annotations
 
-import contextvars
 import copy
 from dataclasses import dataclass
 
@@ -41,10 +40,7 @@ def load_base(base: str, seed: int) -> Base:
             need one.
     """
     try:
-        # In a fresh context: LightningCLI gives every save_hyperparameters called while it
-        # builds this model this model's arguments, so a checkpoint's DeepCFR or PPO built
-        # here would take them as its own (a Deep CFR base then failed in fit).
-        agent = contextvars.Context().run(agent_from_spec, base, seed=seed)
+        agent = agent_from_spec(base, seed=seed)
     except (AgentSpecError, CheckpointError) as error:
         raise ConfigError(f"ExpertIteration base={base!r}: {error}") from None
     if not isinstance(agent, NetworkAgent) or agent.head is not masked_softmax:

@@ -28,6 +28,7 @@ below never imports training.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -292,7 +293,12 @@ def load_model(path: str | Path, rules: Rules | None = None) -> pl.LightningModu
     checkpoint = read_checkpoint(path)
     cls = model_class_of(checkpoint, path)
     try:
-        model = instantiate_module(cls, hyperparameters(checkpoint, path))
+        # In a fresh context: while LightningCLI builds a model, every save_hyperparameters
+        # called gets that model's arguments, so a checkpoint loaded then (a base, an
+        # opponent) would take them as its own instead of its saved ones.
+        model = contextvars.Context().run(
+            instantiate_module, cls, hyperparameters(checkpoint, path)
+        )
     # jsonargparse checks the arguments against the signature (ArgumentError); the
     # constructor checks their values (ConfigError is a ValueError)
     except (ArgumentError, TypeError, ValueError) as error:
