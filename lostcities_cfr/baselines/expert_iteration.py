@@ -28,10 +28,18 @@ information state (PPO's), else a fresh ``value_network``.
    probabilities moved to the search's move where it deviated), and the game's final score
    difference for the mover; with ``anchor``, so does every other decision with a choice,
    its target the network's own probabilities;
-2. *update* (the epoch's training steps): ``updates_per_round`` Adam steps on minibatches
+2. *self-play for PPO* (with ``ppo_games``, also ``on_train_epoch_start``): that many
+   games of the apprentice against itself, without search
+   (:func:`~lostcities_cfr.baselines.rollout.learner_rollout`), one seat of each recorded,
+   with GAE advantages of the game's outcome (the policy gradient between rounds of
+   "policy gradient plus expert iteration": it checks what the search taught against the
+   game's outcome);
+3. *update* (the epoch's training steps): ``updates_per_round`` Adam steps on minibatches
    drawn from the reservoir, the policy by cross-entropy to the targets
    (``loss/expert``), the value network by squared error to the outcomes over
-   ``reward_scale`` (``loss/value``).
+   ``reward_scale`` (``loss/value``); with ``ppo_games``, each step adds ``ppo_coef``
+   times PPO's clipped loss (:func:`~lostcities_cfr.baselines.ppo_math.ppo_loss`) on the
+   next of ``updates_per_round`` shuffled slices of the self-play rows (one pass).
 
 The next round's search runs over the updated networks (the search holds the apprentice
 itself, not a copy). A checkpoint holds the networks, the optimizer, the reservoir and the
@@ -69,12 +77,14 @@ from lostcities_cfr.baselines.expert_labels import (
     soft_cross_entropy,
 )
 from lostcities_cfr.baselines.ppo_arguments import policy_name
-from lostcities_cfr.baselines.rollout import LEARNER
+from lostcities_cfr.baselines.ppo_math import episode_advantages, explained_variance, ppo_loss
+from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.game import GameBatch
 from lostcities_cfr.game.lost_cities import as_game
+from lostcities_cfr.inference import InferenceQueue
 from lostcities_cfr.search import Rollouts, SearchAgent, StateValue
 from lostcities_cfr.training import metrics
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
@@ -133,6 +143,13 @@ class ExpertIteration(pl.LightningModule):
         reward_scale: the value network learns the score difference over this (the base's
             value network's scale, where it has one).
         max_grad_norm: largest gradient norm per step; 0 turns clipping off.
+        ppo_games: self-play games of the apprentice per round for PPO (at least 2, one seat
+            of each recorded); 0: no PPO, the updates learn the reservoir alone.
+        ppo_coef: weight of PPO's loss beside the expert's.
+        clip: PPO's clip range of the probability ratio.
+        entropy_coef: PPO's entropy bonus.
+        gae_lambda: GAE's lambda (gamma is 1: only a round's end counts, as in PPO's
+            config).
         value_network: the value network's shape where the base has none (a Deep CFR run);
             None: :data:`DEFAULT_VALUE_NETWORK`.
         seed: seeds the deals, the search's streams and the minibatches. The CLI links it to
@@ -167,12 +184,22 @@ class ExpertIteration(pl.LightningModule):
         value_coef: NonNegativeFloat = 0.5,
         reward_scale: PositiveFloat = 100.0,
         max_grad_norm: NonNegativeFloat = 0.5,
+        ppo_games: NonNegativeInt = 0,
+        ppo_coef: NonNegativeFloat = 1.0,
+        clip: PositiveFloat = 0.2,
+        entropy_coef: NonNegativeFloat = 0.01,
+        gae_lambda: ClosedUnitInterval = 0.95,
         value_network: NetworkConfig | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.automatic_optimization = False
+        if ppo_games == 1:
+            raise ConfigError(
+                "ExpertIteration ppo_games=1; expected 0 (no PPO) or at least 2 "
+                "(a game from each seat)"
+            )
         start = load_base(base, seed)
         self.rules = start.rules
         if max_turns is not None:  # the features do not depend on it (plays_rules)
@@ -193,7 +220,13 @@ class ExpertIteration(pl.LightningModule):
             )
         except ValueError as error:
             raise ConfigError(f"ExpertIteration {error}") from None
+        # PPO's self-play asks the apprentice through the queue, as PPO's rollouts do
+        self.queue = InferenceQueue(bucket_sizes=None)
+        self.queue.register(LEARNER, self.policy_net, masked_softmax)
         self.buffer: ReservoirBuffer | None = None  # made in setup, on the training device
+        # this round's self-play rows, their advantages and value targets [N]; None without PPO
+        self._ppo_rows: tuple[Decisions, torch.Tensor, torch.Tensor] | None = None
+        self._order = torch.empty(0, dtype=torch.int64)
         self.rollout_generator = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self._resume_state: dict[str, Any] | None = None
@@ -266,8 +299,9 @@ class ExpertIteration(pl.LightningModule):
         self.add_rows(labels)
         searched = int(labels.searched.sum())
         deviations = int(labels.deviated.sum())
+        ppo_metrics = self.self_play() if self.hparams.ppo_games else {}
         self.iteration_metrics = {
-            metrics.phase_seconds("rollout"): seconds,
+            metrics.phase_seconds("rollout"): time.perf_counter() - start,
             metrics.phase_seconds("update"): 0.0,
             "rollout/games": float(games),
             "rollout/decisions": float(decisions),
@@ -277,8 +311,37 @@ class ExpertIteration(pl.LightningModule):
             "expert/labels_per_s": searched / seconds,
             "expert/deviation_share": deviations / searched if searched else 0.0,
             metrics.buffer_rows(BUFFER): float(len(self.buffer)),
+            **ppo_metrics,
         }
         self._sums = {}
+
+    def self_play(self) -> dict[str, float]:
+        """Play ``ppo_games`` games of the apprentice against itself for this round's PPO
+        rows (one seat a game), with their advantages; returns the self-play's metrics."""
+        start = time.perf_counter()
+        games = self.hparams.ppo_games
+        # drawn after the labels' seeds, so that a run without PPO draws as before
+        deal_seed, sample_seed = torch.randint(
+            _SEED_RANGE, (2,), generator=self.rollout_generator, device=self.device
+        ).tolist()
+        sampler = torch.Generator(self.device).manual_seed(sample_seed)
+        with torch.no_grad():
+            decisions, n_decisions = learner_rollout(
+                self.game, self.queue, [LEARNER], games, deal_seed, sampler, self.device
+            )
+            values = self.value_net(decisions.features).squeeze(1)  # [N]
+        reward = decisions.returns / self.hparams.reward_scale  # [N]
+        advantages, returns = episode_advantages(
+            decisions.game, reward, values, games, 1.0, self.hparams.gae_lambda
+        )
+        self._ppo_rows = (decisions, advantages, returns)
+        seconds = time.perf_counter() - start
+        return {
+            "ppo/games": float(games),
+            "ppo/decisions": float(n_decisions),
+            "ppo/decisions_per_s": n_decisions / seconds,
+            "ppo/explained_variance": explained_variance(values, returns),
+        }
 
     def add_rows(self, labels: Labels) -> None:
         """Offer ``labels``' rows to the reservoir: features, legal mask, policy target and
@@ -305,6 +368,10 @@ class ExpertIteration(pl.LightningModule):
         policy_loss = soft_cross_entropy(logits, legal, targets)
         value_loss = 0.5 * (values - outcome / self.hparams.reward_scale).square().mean()
         loss = policy_loss + self.hparams.value_coef * value_loss
+        ppo_stats: dict[str, torch.Tensor] = {}
+        if self._ppo_rows is not None:
+            ppo_stats = self.ppo_terms(batch_idx)
+            loss = loss + self.hparams.ppo_coef * ppo_stats.pop("loss")
         optimizer = self.optimizers()
         optimizer.zero_grad()
         self.manual_backward(loss)
@@ -316,6 +383,7 @@ class ExpertIteration(pl.LightningModule):
             metrics.loss("expert"): policy_loss.item(),
             metrics.loss("value"): value_loss.item(),
             "expert/agreement": float((chosen == targets.argmax(1)).float().mean()),
+            **{name: value.item() for name, value in ppo_stats.items()},
         }
         # Means over the round's steps, kept current: callbacks read them in
         # on_train_epoch_end, which Lightning calls before the module's own hook.
@@ -325,7 +393,41 @@ class ExpertIteration(pl.LightningModule):
             self.iteration_metrics[name] = self._sums[name] / steps
         self.iteration_metrics[metrics.phase_seconds("update")] += time.perf_counter() - start
 
+    def ppo_terms(self, batch_idx: int) -> dict[str, torch.Tensor]:
+        """PPO's loss (``loss``) and its logged terms on step ``batch_idx``'s slice of the
+        round's self-play rows: one shuffled pass over them in ``updates_per_round`` steps
+        (more where there are fewer rows than steps)."""
+        decisions, advantages, returns = self._ppo_rows
+        if batch_idx == 0:
+            self._order = torch.randperm(
+                len(decisions), generator=self.batch_generator, device=self.device
+            )
+        # fewer rows than steps (tiny games): the slices go round again
+        slices = self._order.tensor_split(min(self.hparams.updates_per_round, len(decisions)))
+        index = slices[batch_idx % len(slices)]  # [n]
+        features = decisions.features[index]  # [n, F]
+        terms = ppo_loss(
+            self.policy_net(features),
+            self.value_net(features).squeeze(1),
+            decisions.legal[index],
+            decisions.actions[index],
+            decisions.log_probs[index],
+            advantages[index],
+            returns[index],
+            self.hparams.clip,
+            self.hparams.value_coef,
+            self.hparams.entropy_coef,
+        )
+        return {
+            "loss": terms.loss,
+            metrics.loss("policy"): terms.policy,
+            metrics.loss("entropy"): terms.entropy,
+            "ppo/approx_kl": terms.approx_kl,
+            "ppo/clip_fraction": terms.clip_fraction,
+        }
+
     def on_train_epoch_end(self) -> None:
+        self._ppo_rows = None
         self.log(metrics.ITERATION, float(self.iteration))
         self.log_dict(self.iteration_metrics)
 

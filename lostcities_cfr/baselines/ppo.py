@@ -82,12 +82,7 @@ from lostcities_cfr.baselines.ppo_arguments import (
     refuse_lost_cities_options,
     resolve_network,
 )
-from lostcities_cfr.baselines.ppo_math import (
-    explained_variance,
-    generalized_advantage_estimation,
-    order_in_game,
-    ppo_loss,
-)
+from lostcities_cfr.baselines.ppo_math import episode_advantages, explained_variance, ppo_loss
 from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
@@ -443,29 +438,16 @@ class PPO(pl.LightningModule):
     def advantages(
         self, decisions: Decisions, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE advantages and value targets [N] of the learner's rows, game by game.
-
-        The rows go into [K, G] tables (a game's k-th decision of the learner) for
-        :func:`generalized_advantage_estimation`; the reward comes at each game's last row.
-        """
-        G, game = self.hparams.games_per_rollout, decisions.game
-        k = order_in_game(game, G)  # [N]
-        K = int(k.max()) + 1
-        last = torch.zeros(G, dtype=torch.int64, device=k.device).scatter_reduce_(
-            0, game, k, "amax"
+        """GAE advantages and value targets [N] of the learner's rows, game by game: the
+        reward of each game's return at its last row (:func:`episode_advantages`)."""
+        return episode_advantages(
+            decisions.game,
+            self.reward(decisions.returns),
+            values,
+            self.hparams.games_per_rollout,
+            self.hparams.gamma,
+            self.hparams.gae_lambda,
         )
-        table = torch.zeros(K, G, device=values.device)
-        table_values = table.index_put((k, game), values)
-        is_last = k == last[game]
-        rewards = table.index_put(
-            (k[is_last], game[is_last]), self.reward(decisions.returns[is_last])
-        )
-        terminal = torch.zeros(K, G, dtype=torch.bool, device=k.device)
-        terminal[last, torch.arange(G, device=k.device)] = True
-        advantages = generalized_advantage_estimation(
-            rewards, table_values, terminal, self.hparams.gamma, self.hparams.gae_lambda
-        )[k, game]
-        return advantages, advantages + values
 
     def training_step(self, step: int, batch_idx: int) -> None:
         start = time.perf_counter()

@@ -128,6 +128,39 @@ def order_in_game(game: torch.Tensor, n_games: int) -> torch.Tensor:
     return index
 
 
+def episode_advantages(
+    game: torch.Tensor,
+    final_reward: torch.Tensor,
+    values: torch.Tensor,
+    n_games: int,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE advantages and value targets [N] of one player's rows of ``n_games`` games whose
+    only reward comes at the end.
+
+    ``game`` [N] int64: each row's game, rows in the order taken; ``final_reward`` [N]: the
+    reward of the row's game (read at each game's last row); ``values`` [N]: the value
+    estimate at each row. The rows go into [K, G] tables (a game's k-th row) for
+    :func:`generalized_advantage_estimation`, the reward at each game's last row.
+    """
+    k = order_in_game(game, n_games)  # [N]
+    K = int(k.max()) + 1
+    last = torch.zeros(n_games, dtype=torch.int64, device=k.device).scatter_reduce_(
+        0, game, k, "amax"
+    )
+    table = torch.zeros(K, n_games, device=values.device)
+    table_values = table.index_put((k, game), values)
+    is_last = k == last[game]
+    rewards = table.index_put((k[is_last], game[is_last]), final_reward[is_last])
+    terminal = torch.zeros(K, n_games, dtype=torch.bool, device=k.device)
+    terminal[last, torch.arange(n_games, device=k.device)] = True
+    advantages = generalized_advantage_estimation(
+        rewards, table_values, terminal, gamma, gae_lambda
+    )[k, game]
+    return advantages, advantages + values
+
+
 def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     """1 - Var(target - predicted) / Var(target): 1 for a perfect critic, 0 for a constant."""
     variance = float(target.var())

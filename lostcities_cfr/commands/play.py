@@ -5,7 +5,8 @@ The game runs on the reference engine; the agent decides through
 would see in the arena. The board shows what the person may know (own hand,
 both expeditions, the full discard piles, the deck count, the opponent's cards
 known from pile draws), legal moves are numbered, bad input asks again, and the
-end of each round explains every expedition's score.
+end of each round explains every expedition's score and what the agent's decisions cost
+(milliseconds a decision: ``search:best`` thinks, a network answers at once).
 
 Input and output go through ``read`` and ``write`` callables so that tests can
 script a whole game.
@@ -14,6 +15,7 @@ script a whole game.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 
 from lostcities_cfr.agents import (
@@ -86,6 +88,7 @@ def play_round(
     state: GameState, agent: Agent, you: int, read: Read, write: Write, round_label: str
 ) -> tuple[int, int]:
     """Play one round to its end; (your score, the agent's score)."""
+    thinking: list[float] = []  # seconds of each of the agent's decisions
     while not state.is_terminal:
         if state.current_player == you:
             board = render_board(state, you, round_label)
@@ -98,10 +101,18 @@ def play_round(
             if action == state.rules.draw_deck_action:
                 write(f"You drew {state.rules.card_name(state.deck[0])}.")
         else:
+            start = time.perf_counter()
             action = act_single(agent, state)
+            thinking.append(time.perf_counter() - start)
             write(describe_agent_move(state, action))
         state.apply(action)
-    return explain_scores(state, you, write)
+    scores = explain_scores(state, you, write)
+    if thinking:
+        write(
+            f"The opponent took {1000 * sum(thinking) / len(thinking):.1f} ms a decision "
+            f"(slowest {1000 * max(thinking):.1f} ms, {len(thinking)} decisions)."
+        )
+    return scores
 
 
 def explain_scores(state: GameState, you: int, write: Write) -> tuple[int, int]:

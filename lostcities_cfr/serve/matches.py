@@ -3,7 +3,8 @@
 A :class:`Match` is one or three rounds on the reference engine with the seats
 alternating, as ``play`` plays them: the person moves by action id, and the agent answers
 at once, each of its decisions kept with its reasoning
-(:func:`~lostcities_cfr.agents.base.act_and_explain`) for the page to show. A move is
+(:func:`~lostcities_cfr.agents.base.act_and_explain`) and its milliseconds for the page to
+show. A move is
 checked before anything changes, so a refused one leaves the match as it was.
 
 :class:`Sessions` holds the matches of every browser session (a random cookie) and
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections import OrderedDict
 
 from lostcities_cfr.agents import Agent, act_and_explain, agent_name
@@ -139,11 +141,14 @@ class Match:
         if not self.state.is_terminal and self.state.current_player != self.you:
             self.replies = []
         while not self.state.is_terminal and self.state.current_player != self.you:
+            start = time.perf_counter()
             actions, reasons = act_and_explain(self.agent, GameBatch.from_states([self.state]))
+            ms = 1000 * (time.perf_counter() - start)
             action = int(actions[0])
             reply = views.reasoning(
                 self.state, {k: v[0] for k, v in reasons.items()}, action, explains
             )
+            reply["ms"] = round(ms, 1)  # what the decision cost: a search thinks, a network not
             self.replies.append(reply)
             self.log.append({"who": "agent", "text": reply["text"]})
             self.state.apply(action)

@@ -225,6 +225,14 @@ METRICS: tuple[Metric, ...] = (
         "`loss/value`, its games `time/rollout_s` and `rollout/*`, its updates `time/update_s`)",
     ),
     Metric(
+        ("ppo/games", "ppo/decisions", "ppo/decisions_per_s"),
+        "`ExpertIteration` (`ppo_games`)",
+        "the round's self-play for PPO, without search: games, decisions of both seats, "
+        "decisions per second (its seconds count in `time/rollout_s`; its updates log PPO's "
+        "`loss/policy`, `loss/entropy`, `ppo/approx_kl`, `ppo/clip_fraction` and "
+        "`ppo/explained_variance`)",
+    ),
+    Metric(
         ("loss/bc", "bc/accuracy"),
         "`PPO` (`bc_teacher`, first `bc_iterations`)",
         "behaviour cloning: cross-entropy to the teacher's moves, share of moves it would pick",

@@ -257,9 +257,28 @@ def test_a_tiny_run_through_fit_moves_the_policy_toward_the_search_targets(
     assert ExpertIteration.training_state_key not in final  # the networks, not the reservoir
 
 
-def test_a_resumed_run_continues_as_if_never_stopped(tmp_path, tiny_base):
-    whole = run("fit", ["--config", str(write_config(tmp_path / "whole", tiny_base, 3))]).model
-    config = str(write_config(tmp_path / "cut", tiny_base, 2))
+def test_ppo_between_rounds_adds_its_loss_and_logs_its_self_play(tmp_path, tiny_base):
+    run_dir = tmp_path / "ppo"
+    model = run("fit", ["--config", str(write_config(run_dir, tiny_base, ppo_games=4))]).model
+    rows = logged_rows(run_dir)
+    ppo_columns = {"loss/policy", "loss/entropy", "ppo/approx_kl", "ppo/games", "ppo/decisions"}
+    assert all(math.isfinite(float(row[name])) for row in rows for name in ppo_columns)
+    assert [float(row["ppo/games"]) for row in rows] == [4.0, 4.0]
+    assert all(float(row["ppo/approx_kl"]) > 0 for row in rows)  # the policy moved
+    assert sorted(name for row in rows for name in row if not metrics.documented(name)) == []
+    # without PPO the first round labels the same decisions (the self-play draws its seeds
+    # after the labels'), and the updates end elsewhere
+    plain = run("fit", ["--config", str(write_config(tmp_path / "plain", tiny_base))]).model
+    assert logged_rows(tmp_path / "plain")[0]["expert/labels"] == rows[0]["expert/labels"]
+    weights = zip(model.policy_net.parameters(), plain.policy_net.parameters(), strict=True)
+    assert not all(torch.equal(mine, theirs) for mine, theirs in weights)
+
+
+@pytest.mark.parametrize("ppo_games", [0, 4])
+def test_a_resumed_run_continues_as_if_never_stopped(tmp_path, tiny_base, ppo_games):
+    whole_config = write_config(tmp_path / "whole", tiny_base, 3, ppo_games=ppo_games)
+    whole = run("fit", ["--config", str(whole_config)]).model
+    config = str(write_config(tmp_path / "cut", tiny_base, 2, ppo_games=ppo_games))
     run("fit", ["--config", config])
     resumed = run(
         "fit", ["--config", config, "--trainer.max_epochs", "3", "--ckpt_path", "last"]
@@ -286,6 +305,7 @@ def poker_base(tmp_path_factory) -> str:
         ({"base": "poker"}, "kuhn.pt plays kuhn_poker"),
         ({"base": "ckpt:nowhere.ckpt"}, "base='ckpt:nowhere.ckpt'"),
         ({"top": 1}, "ExpertIteration top=1 must be >= 2"),
+        ({"ppo_games": 1}, "ExpertIteration ppo_games=1; expected 0 (no PPO) or at least 2"),
         ({"temperature": 0}, "model.temperature=0: Not of type PositiveFloat"),
         ({"label": "early"}, "model.label=early: Expected a typing.Literal['late', 'all']."),
         ({"target": "best"}, "model.target=best: Expected a typing.Literal['soft', 'deviations"),

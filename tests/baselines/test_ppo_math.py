@@ -7,6 +7,7 @@ import torch
 
 from lostcities_cfr.baselines.ppo_math import (
     decision_index,
+    episode_advantages,
     generalized_advantage_estimation,
     ppo_loss,
 )
@@ -23,6 +24,21 @@ def test_gae_matches_hand_computed_advantages_and_ignores_steps_after_the_end():
     # 1: delta = (-0.5, -0.6);     A1 = -0.6, A0 = -0.5 + 0.5 * -0.6 = -0.8
     torch.testing.assert_close(advantages[:, 0], torch.tensor([0.0, 0.6, 0.4]))
     torch.testing.assert_close(advantages[:2, 1], torch.tensor([-0.8, -0.6]))
+
+
+def test_episode_advantages_put_each_games_reward_at_its_last_row_with_rows_interleaved():
+    # game 0: rows 0, 2, 3 (reward 1); game 1: rows 1, 4 (reward -2), taken interleaved
+    game = torch.tensor([0, 1, 0, 0, 1])
+    final_reward = torch.tensor([1.0, -2.0, 1.0, 1.0, -2.0])
+    values = torch.tensor([0.5, 0.1, 0.2, 0.6, -0.4])
+    advantages, returns = episode_advantages(game, final_reward, values, 2, 1.0, 1.0)
+    # lambda 1, gamma 1: every row's return is its game's reward
+    torch.testing.assert_close(returns, final_reward)
+    torch.testing.assert_close(advantages, final_reward - values)
+    advantages, returns = episode_advantages(game, final_reward, values, 2, 1.0, 0.0)
+    # lambda 0: the one-step TD error, V of the game's next row, the reward after its last
+    torch.testing.assert_close(advantages, torch.tensor([-0.3, -0.5, 0.4, 0.4, -1.6]))
+    torch.testing.assert_close(returns, advantages + values)
 
 
 def test_gae_with_lambda_one_is_the_discounted_return_minus_the_value():

@@ -54,6 +54,15 @@ def test_a_scripted_round_runs_to_the_explained_final_scores():
         for color in ("red", "green", "blue", "white", "yellow"):
             assert f"  {color}" in block
     assert out.splitlines()[-1].startswith(("You win", "The opponent wins", "A draw"))
+    # what the agent's decisions cost, over every one it took
+    lines = out.splitlines()
+    decisions = sum(
+        line.startswith(("Opponent plays", "Opponent discards", "Opponent draws", "Opponent takes"))
+        for line in lines
+    )
+    cost = next(line for line in lines if line.startswith("The opponent took "))
+    assert decisions > 10 and cost.endswith(f" ms, {decisions} decisions).")
+    assert lines.index(cost) == len(lines) - 2  # after the scores, before the verdict
 
 
 def test_quitting_or_ending_the_input_abandons_the_game():

@@ -77,6 +77,7 @@ def test_the_agent_seated_first_answers_at_once_with_its_reasoning(client):
     chosen = [row for row in card["top"] if row["chosen"]]
     assert len(chosen) == 1 and chosen[0]["probability"] == 1.0
     assert chosen[0]["text"] == card["text"] and card["legal"] == 16
+    assert all(reply["ms"] >= 0 for reply in (card, draw))  # what each decision cost
     assert [entry["who"] for entry in game["log"]] == ["agent", "agent"]
 
 

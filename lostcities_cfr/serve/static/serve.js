@@ -100,7 +100,7 @@ function renderReasoning(decision, who) {
         l === "probability" ? el("span", { class: "bar", style: `width: ${Math.round(60 * (row[l] || 0))}px` }) : null,
         format(l, row[l])))));
   const block = el("div", { class: "reply" },
-    el("div", {}, el("strong", {}, who), `: ${decision.text}`, el("span", { class: "note" }, ` (${decision.legal} legal)`)),
+    el("div", {}, el("strong", {}, who), `: ${decision.text}`, el("span", { class: "note" }, ` (${decision.legal} legal, ${decision.ms} ms)`)),
     el("table", {}, el("thead", {}, head), el("tbody", {}, rows)));
   if (!decision.explained) {
     block.append(el("div", { class: "note" }, "This agent gives no probabilities: 1 marks the action it chooses."));
