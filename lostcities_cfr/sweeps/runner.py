@@ -192,7 +192,10 @@ class SweepRunner:
         try:
             while True:
                 for running in list(self.running):
-                    self._poll(running)
+                    try:
+                        self._poll(running)
+                    except optuna.exceptions.UpdateFinishedTrialError:
+                        self._taken_over(running)
                 while self.stop_reason is None and len(self.running) < self.jobs:
                     trial = studies.claim(self.study, self.spec)
                     if trial is None:
@@ -275,6 +278,18 @@ class SweepRunner:
             return
         running.trial.set_user_attr("metric", name)
         self._close(running, f"complete in {seconds:.0f} s: {name}={value:.4g}", value=value)
+
+    def _taken_over(self, running: RunningTrial) -> None:
+        """Another worker found this trial's heartbeat older than the grace period (this
+        machine stalled, or its database was locked that long), failed it and enqueued it
+        again: its retry stands for it, so this run stops and its result is not told."""
+        _stop(running.process)
+        running.log.close()
+        self.running.remove(running)
+        self.say(
+            f"trial {running.trial.number} stopped: another worker took it over, its heartbeat "
+            "having been older than the grace period"
+        )
 
     def _read(self, running: RunningTrial) -> dict[str, np.ndarray]:
         """The run's metrics so far ({} before its first iteration), noting its progress."""

@@ -201,7 +201,12 @@ def _alive(pid: int) -> bool:
 def two_workers_share(url: str, tmp_path: Path, name: str) -> None:
     """Two workers at once on one study: every trial runs exactly once between them."""
     ledger, cfg = tmp_path / "ledger", config(tmp_path)
-    workers = [start_worker(url, tmp_path, name, cfg, 6, 1, ledger, 3, 0.05) for _ in range(2)]
+    # no worker dies here: the default grace period, so that a loaded machine's late
+    # heartbeat is not taken for a dead worker's
+    grace = studies.GRACE_S
+    workers = [
+        start_worker(url, tmp_path, name, cfg, 6, 1, ledger, 3, 0.05, grace) for _ in range(2)
+    ]
     assert [w.wait(timeout=120) for w in workers] == [0, 0]
     assert ledger_lines(ledger, "start") == Counter({f"seed={s} x=0": 1 for s in range(6)})
     study = studies.load_study(name, url)
@@ -340,3 +345,23 @@ def test_more_seeds_grow_a_finished_sweep_running_only_the_new_ones(tmp_path):
         ).run()
     assert ledger_lines(ledger, "start") == Counter({f"seed={s} x=0": 1 for s in range(4)})
     assert studies.spec_of(study).seeds == [0, 1, 2, 3]
+
+
+def test_a_trial_another_worker_took_over_is_stopped_and_not_told(tmp_path):
+    url, ledger = studies.storage_url(str(tmp_path)), tmp_path / "ledger"
+    spec = SweepSpec(configs=[config(tmp_path)], seeds=[0], metric="score")
+    study = studies.open_study(spec, "taken", url)
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        lines.append(line)
+        if line.startswith("trial 0 started"):  # another worker found it stale and failed it
+            studies.load_study("taken", url).tell(0, state=TrialState.FAIL)
+
+    runner = SweepRunner(
+        study, spec, tmp_path, say=say, poll_s=POLL_S, command=command(ledger, 200, 0.05)
+    )
+    runner.run()  # returns: no traceback, nothing left running
+    assert lines[-1].startswith("trial 0 stopped: another worker took it over")
+    assert not runner.running and not ledger_lines(ledger, "end")  # stopped before its end
+    assert studies.load_study("taken", url).trials[0].state == TrialState.FAIL
