@@ -17,7 +17,8 @@ runs ``--jobs`` at a time, each in a process (this script's ``trial`` entry) and
   engine, run in the trial's process through ``python -m lostcities_cfr fit``'s own entry
   point (``commands/fit.py``'s ``run``) with overrides (:func:`fit_argv`): one thread, the
   seed, the trial's folder, a CSV logger alone, the run's own exploitability logging off,
-  and this script's ``NashConvClock`` callback, which logs the evaluations.
+  and this script's ``NashConvClock`` callback in place of the config's callbacks: it logs
+  the evaluations. Any model with the game's ``exact_policy`` runs (PPO and MMD too).
 - ``ours_adapter``: the same config with ``model.rules`` replaced by OpenSpiel's game behind
   :class:`~lostcities_cfr.game.openspiel_adapter.OpenSpielGame`: our algorithm over
   OpenSpiel's own states (same rules, slower), so that the engine's share of any difference
@@ -361,7 +362,9 @@ def fit_argv(args: argparse.Namespace) -> list[str]:
         "--checkpoint.every_n_epochs=0",  # no checkpoint but the networks at the end
         "--checkpoint.save_at_end=false",
         "--model.exploitability_every=0",  # NashConvClock measures, off the clock
-        f"--trainer.callbacks+={json.dumps(clock)}",
+        # the clock alone: a config's progress bar or PhaseTimer (which logs time/elapsed_s
+        # on the wall clock) would not let it run or would write over its seconds
+        f"--trainer.callbacks={json.dumps([clock])}",
     ]
     if args.contestant == "ours_adapter":
         rules = {"class_path": ADAPTER, "init_args": {"name": args.game}}
