@@ -73,8 +73,8 @@ def calls(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
                         *("--game", game, "--seconds", f"{args.seconds:g}"),
                         *("--seeds", str(args.seeds), "--jobs", "1"),
                         *("--eval-every", f"{args.eval_every:g}"),
-                        *("--config", str(side.REPO / "configs" / f"{config}.yaml")),
-                        *("--contestants", contestants, "--out", str(args.out / config)),
+                        *("--config", f"configs/{config}.yaml"),  # from the repository
+                        *("--contestants", contestants, "--out", str(args.out.resolve() / config)),
                     ],
                 )
             )
@@ -89,7 +89,10 @@ def run_calls(args: argparse.Namespace) -> None:
         name, argv = call
         with (args.out / f"{name}.log").open("a") as log:
             done = subprocess.run(
-                [sys.executable, str(side.SCRIPT), *argv], stdout=log, stderr=subprocess.STDOUT
+                [sys.executable, str(side.SCRIPT), *argv],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=side.REPO,  # the study records the config's path as given
             )
         print(f"{name}: {'done' if done.returncode == 0 else f'exit {done.returncode}'}")
         return done.returncode

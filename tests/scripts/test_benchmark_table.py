@@ -24,7 +24,7 @@ def test_every_call_names_a_shipped_config_and_the_openspiel_calls_come_first(lo
     assert len(made) == len(script.GAMES) * len(script.ALGORITHMS)
     for name, argv in made:
         options = dict(zip(argv[::2], argv[1::2], strict=True))
-        assert Path(options["--config"]).is_file(), name
+        assert (script.side.REPO / options["--config"]).is_file(), name
         assert Path(options["--config"]).stem == name == Path(options["--out"]).name
         assert options["--game"] in script.GAMES and options["--jobs"] == "1"
         assert (options["--seconds"], options["--seeds"]) == ("60", "3")
