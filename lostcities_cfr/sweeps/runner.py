@@ -138,6 +138,11 @@ class RunningTrial:
     value: float = math.nan
     reported: int = 0  # the last iteration told to the pruner
 
+    def stop(self) -> None:
+        """End the run's process (and its children) and close its log."""
+        _stop(self.process)
+        self.log.close()
+
 
 class SweepRunner:
     """Runs a study's trials, ``jobs`` at a time, until none is left anywhere.
@@ -209,8 +214,7 @@ class SweepRunner:
                 time.sleep(self.poll_s)
         except KeyboardInterrupt:
             for running in self.running:
-                _stop(running.process)
-                running.log.close()
+                running.stop()
                 studies.give_back(self.study, running.trial)
                 self.say(f"trial {running.trial.number} stopped and given back to the study")
             raise
@@ -283,8 +287,7 @@ class SweepRunner:
         """Another worker found this trial's heartbeat older than the grace period (this
         machine stalled, or its database was locked that long), failed it and enqueued it
         again: its retry stands for it, so this run stops and its result is not told."""
-        _stop(running.process)
-        running.log.close()
+        running.stop()
         self.running.remove(running)
         self.say(
             f"trial {running.trial.number} stopped: another worker took it over, its heartbeat "
@@ -314,8 +317,7 @@ class SweepRunner:
             return False
         if not running.trial.should_prune():
             return False
-        _stop(running.process)
-        running.log.close()
+        running.stop()
         return True
 
     def _close(

@@ -58,13 +58,18 @@ ROW_NAMES = {
 }
 
 
+def config_name(game: str, algorithm: str) -> str:
+    """The shipped config (and the call's folder) of ``algorithm`` on ``game``."""
+    return f"{GAMES[game]}_{algorithm}"
+
+
 def calls(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     """``(folder name, side-by-side arguments)`` of every call, those that run OpenSpiel's
     solvers (the longest) first."""
     made = []
     for algorithm in ALGORITHMS:
         for game in args.games:
-            config = f"{GAMES[game]}_{algorithm}"
+            config = config_name(game, algorithm)
             contestants = WITH_OPENSPIEL if algorithm == "sdcfr" else "ours"
             made.append(
                 (
@@ -102,11 +107,6 @@ def run_calls(args: argparse.Namespace) -> None:
         failed = [name for (name, _), rc in zip(todo, pool.map(one, todo), strict=True) if rc]
     if failed:
         raise SystemExit(f"calls that did not finish (their log in {args.out}): {failed}")
-
-
-def row_name(folder: str, contestant: str) -> str:
-    """The table's name of ``contestant`` in the call ``folder`` (``leduc_escher``)."""
-    return ROW_NAMES[folder.rsplit("_", 1)[1] if contestant == "ours" else contestant]
 
 
 def renamed(run: side.Run, name: str) -> side.Run:
@@ -182,10 +182,11 @@ def tabulate(args: argparse.Namespace) -> None:
     for game in args.games:
         runs: dict[str, list[side.Run]] = {}  # a row's name: its seeds' runs
         shown = []  # drawn: ours under the row's name, OpenSpiel's under the script's
-        folders = [args.out / f"{GAMES[game]}_{a}" for a in ALGORITHMS]
-        for folder in folders:
+        folders = {a: args.out / config_name(game, a) for a in ALGORITHMS}
+        for algorithm, folder in folders.items():
             for run in side.study_runs(side.load_sweep(folder), folder):
-                name = row_name(folder.name, run.contestant)
+                # ours is the call's algorithm; OpenSpiel's solvers go by their own names
+                name = ROW_NAMES[algorithm if run.contestant == "ours" else run.contestant]
                 runs.setdefault(name, []).append(run)
                 shown.append(renamed(run, name) if run.contestant == "ours" else run)
         uniform = side.uniform_nash_conv(game)
@@ -193,7 +194,8 @@ def tabulate(args: argparse.Namespace) -> None:
         figures[game] = {"uniform_nash_conv": uniform, "rows": rows}
         tables.append(markdown(game, rows, args.seconds, uniform))
         for axis, name in (("seconds", "seconds"), ("iteration", "iterations")):
-            side.plot(shown, axis, uniform, game, folders[0] / f"nashconv_vs_{name}_all.png")
+            figure = folders[ALGORITHMS[0]] / f"nashconv_vs_{name}_all.png"
+            side.plot(shown, axis, uniform, game, figure)
     text = "\n\n".join(tables) + "\n"
     (args.out / "benchmark.md").write_text(text)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
@@ -212,12 +214,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--games", default=",".join(GAMES), help="a comma-separated subset")
     parser.add_argument("--out", type=Path, default=side.REPO / "runs/sweeps/bench")
     args = parser.parse_args(argv)
-    args.games = [g.strip() for g in args.games.split(",") if g.strip()]
-    unknown = sorted(set(args.games) - set(GAMES))
-    if unknown or not args.games:
-        parser.error(f"--games: {unknown or 'none'}; choose from {', '.join(GAMES)}")
-    if not min(args.seconds, args.eval_every) > 0 or min(args.seeds, args.jobs) < 1:
-        parser.error("--seconds and --eval-every must be positive, --seeds and --jobs >= 1")
+    args.games = side.comma_list(parser, "--games", args.games, list(GAMES))
+    side.check_counts(parser, args)
     return args
 
 

@@ -607,10 +607,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name, default in zip(("seconds", "seeds", "eval_every"), defaults, strict=True):
         if getattr(args, name) is None:
             setattr(args, name, default)
-    args.contestants = [c.strip() for c in args.contestants.split(",") if c.strip()]
-    unknown = sorted(set(args.contestants) - set(CONTESTANTS))
-    if unknown or not args.contestants:
-        parser.error(f"--contestants: {unknown or 'none'}; choose from {', '.join(CONTESTANTS)}")
+    args.contestants = comma_list(parser, "--contestants", args.contestants, CONTESTANTS)
     if args.config is None:
         if args.game not in DEFAULT_CONFIGS and set(FITTED) & set(args.contestants):
             parser.error(f"--config: no default config for {args.game}; name one")
@@ -623,9 +620,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--beside {folder}: no comparison's study there ({error})")
         if game != args.game:
             parser.error(f"--beside {folder}: a comparison on {game}; expected {args.game}")
-    if min(args.seconds, args.eval_every) <= 0 or min(args.seeds, args.jobs) < 1:
-        parser.error("--seconds and --eval-every must be positive, --seeds and --jobs >= 1")
+    check_counts(parser, args)
     return args
+
+
+def comma_list(
+    parser: argparse.ArgumentParser, flag: str, text: str, allowed: Sequence[str]
+) -> list[str]:
+    """``text``'s comma-separated names, each one of ``allowed`` (else the parser's error,
+    naming ``flag`` and the unknown ones)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(allowed))
+    if unknown or not names:
+        parser.error(f"{flag}: {unknown or 'none'}; choose from {', '.join(allowed)}")
+    return names
+
+
+def check_counts(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A budget, an evaluation interval, seeds and jobs that can run (else the parser's
+    error)."""
+    if not min(args.seconds, args.eval_every) > 0 or min(args.seeds, args.jobs) < 1:
+        parser.error("--seconds and --eval-every must be positive, --seeds and --jobs >= 1")
 
 
 def main(argv: list[str] | None = None) -> None:
