@@ -100,6 +100,7 @@ def test_each_step_reads_the_device_once_and_synchronises_nowhere_else():
         assert buffer.n_seen > 0 and buffer.held_out.n_seen > 0
 
 
+@pytest.mark.slow  # 80 s of compiling; tests/game/test_fused.py keeps the compiled engine in the default run
 def test_the_walk_on_compiled_kernels_writes_the_eager_walks_rows():
     # The engine, the guide, the history features and the step's masks compiled
     # (game/fused.py): the same rows, bit for bit, and the same draws.

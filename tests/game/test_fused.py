@@ -45,7 +45,7 @@ def assert_lockstep(rules: Rules, n_games: int, seed: int) -> None:
 @pytest.mark.parametrize(
     "rules",
     [
-        pytest.param(Rules.classic(), id="classic"),
+        pytest.param(Rules.classic(), id="classic", marks=pytest.mark.slow),  # 40 s to compile
         pytest.param(Rules.six_colors(), id="six", marks=pytest.mark.slow),  # 30 s to compile
         pytest.param(Rules.tiny(), id="tiny"),
     ],
