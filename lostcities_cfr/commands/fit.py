@@ -65,12 +65,13 @@ from lostcities_cfr.training.checkpoint import (
     hyperparameters,
     read_checkpoint,
 )
+from lostcities_cfr.training.deep_cfr_arguments import check_update_graphs
 from lostcities_cfr.training.distributed import (
     check_cluster_environment,
     lost_peer,
     lost_peer_message,
 )
-from lostcities_cfr.training.module import DeepCFR, check_update_graphs
+from lostcities_cfr.training.module import DeepCFR
 
 DEFAULT_ROOT_DIR = "runs/deep_cfr"
 TRAINER_DEFAULTS = {

@@ -22,8 +22,8 @@ besides Lightning's own networks, optimizers and loop counters, so ``fit --ckpt_
 continues a run where its last completed iteration left it.
 
 What stands apart from the model's state lives beside it: the iteration's loop, the updates'
-schedule and log, losses, held-out losses, metric names, evaluation, agents and checkpoint
-loading.
+schedule and log, the policies it plays (:mod:`.policies`), losses, held-out losses, metric
+names, evaluation, agents and checkpoint loading.
 """
 
 from __future__ import annotations
@@ -33,14 +33,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.trainer.states import TrainerFn
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 from torch import nn
 
-from lostcities_cfr.agents import Agent, agent_from_spec
+from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.arguments import (
     NonNegativeFloat,
     NonNegativeInt,
@@ -50,18 +49,8 @@ from lostcities_cfr.arguments import (
     checked,
 )
 from lostcities_cfr.cfr.budgeted_sampling import BudgetedSampling
-from lostcities_cfr.cfr.exploitability import game_tree
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
-from lostcities_cfr.cfr.game_tree import JointPolicy
-from lostcities_cfr.cfr.networks import (
-    NetworkConfig,
-    NetworkFactory,
-    NetworkPreset,
-    build_network,
-    masked_softmax,
-    network_factory,
-)
-from lostcities_cfr.cfr.openspiel_oracle import lookup_policy, sdcfr_average
+from lostcities_cfr.cfr.networks import NetworkConfig, NetworkFactory, NetworkPreset
 from lostcities_cfr.cfr.reservoir import ReservoirBuffer
 from lostcities_cfr.cfr.traversal import (
     ADVANTAGE_NETWORKS,
@@ -78,21 +67,21 @@ from lostcities_cfr.game.symmetry import (
     feature_layout,
 )
 from lostcities_cfr.inference import InferenceQueue
-from lostcities_cfr.search import StateValue
 from lostcities_cfr.training import metrics
-from lostcities_cfr.training.agents import POLICIES, exact_policy, policy_agent
 from lostcities_cfr.training.deep_cfr_arguments import (
+    build_networks,
     check_regret_options,
+    check_update_graphs,
     refuse_lost_cities_options,
 )
 from lostcities_cfr.training.evaluation import (
     check_exploitability_every,
     deployed_policy,
     evaluate_policy,
-    exploitability_metrics,
 )
 from lostcities_cfr.training.graphs import UpdateGraphs
 from lostcities_cfr.training.loop import PLAYERS, CFRIteration
+from lostcities_cfr.training.policies import DeepCFRPolicies
 from lostcities_cfr.training.resume import ResumableState
 
 # The policy an agent of the model plays by default (``deploy``): a policy, greedy or not.
@@ -101,7 +90,7 @@ Deployed = Literal[
 ]
 
 
-class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
+class DeepCFR(CFRIteration, ResumableState, DeepCFRPolicies, pl.LightningModule):
     """Deep CFR's networks, reservoirs and loop (module docstring).
 
     Args:
@@ -282,16 +271,16 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         # The built spec, not hparams' copy: under LightningCLI that is the config's mapping.
         self._network = network
         self.advantage_nets = nn.ModuleList(
-            _networks(network, "network", F, A, self.game, len(PLAYERS))
+            build_networks(network, "network", F, A, self.game, len(PLAYERS))
         )
-        (self.strategy_net,) = _networks(network, "network", F, A, self.game)
+        (self.strategy_net,) = build_networks(network, "network", F, A, self.game)
         # The history value network, for samplers that learn a baseline (ESCHER).
         self.value_name: str | None = getattr(self.sampler, "value_network", None)
         self.value_net: nn.Module | None = None
         if self.value_name is not None:
             field = "network" if value_network is None else "value_network"
             # V(s): one output, the return of the player to move.
-            (self.value_net,) = _networks(
+            (self.value_net,) = build_networks(
                 value_network or network, field, self.game.history_feature_size, 1, self.game
             )
         if self.rules is not None:  # colour augmentation's relabelling tables
@@ -337,93 +326,6 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
         last_iteration = self.trainer.max_epochs  # -1 or None: no last iteration
         last = last_iteration is not None and self.iteration == last_iteration
         return self.iteration % self.hparams.strategy_every == 0 or last
-
-    @property
-    def policies(self) -> tuple[str, ...]:
-        """The policies :meth:`agent` plays: ``sdcfr`` only with ``snapshots``."""
-        return POLICIES if self.hparams.snapshots else POLICIES[:2]
-
-    def agent(
-        self, policy: str | None = None, greedy: bool = False, seed: int | None = None
-    ) -> Agent:
-        """A batched agent playing the ``"average"`` (strategy network), ``"current"``
-        (regret matching on the advantage networks) or ``"sdcfr"`` strategy; None plays
-        ``deploy``, greedily where it says so (``greedy`` too)."""
-        if policy is None:
-            policy, deployed_greedy = deployed_policy(self)
-            greedy = greedy or deployed_greedy
-        return policy_agent(
-            self.strategy_net,
-            self.advantage_nets,
-            policy,
-            greedy,
-            seed,
-            snapshots=self._snapshot_networks() if policy == "sdcfr" else (),
-            snapshot_weights=self._snapshot_weights(),
-        )
-
-    def state_value(self) -> StateValue | None:
-        """The history value network V(h) in points, for a search to value sampled worlds
-        with (``docs/search.md``); None without a value-baseline sampler."""
-        if self.value_net is None:
-            return None
-        return StateValue(self.value_net, history=True, scale=self.sampler.utility_scale)
-
-    def _snapshot_weights(self) -> list[float]:
-        """SD-CFR's weight of every stored iteration ``t``: ``t ** average_exponent``."""
-        return [float(t) ** self.average_exponent for t, _ in self._snapshots]
-
-    def _snapshot_networks(self) -> list[list[nn.Module]]:
-        """Every stored iteration's advantage networks, rebuilt from their weights."""
-        F, A = self.game.feature_size, self.game.n_actions
-        stored = []
-        for _, states in self._snapshots:
-            nets = _networks(self._network, "network", F, A, self.game, len(states))
-            for net, state in zip(nets, states, strict=True):
-                net.load_state_dict(state)
-                net.eval()
-            stored.append(nets)
-        return stored
-
-    def exact_policy(self, policy: str | None = None, greedy: bool = False) -> JointPolicy:
-        """``policy`` (None: ``deploy``'s) as the exact walk asks it, on the CPU. SD-CFR's is
-        the reach-weighted average of every stored iteration's current strategy, a table over
-        the game's information sets: on our walk's tree (``GameTree.average_strategy``), or,
-        for an OpenSpiel game too large for it, over OpenSpiel's information states
-        (``openspiel_oracle.sdcfr_average``)."""
-        if policy is None:
-            policy, deployed_greedy = deployed_policy(self)
-            greedy = greedy or deployed_greedy
-        if policy != "sdcfr":
-            return exact_policy(self.strategy_net, self.advantage_nets, policy, greedy)
-        if not self._snapshots:
-            raise ConfigError("DeepCFR has no stored iterations for the sdcfr policy yet")
-        policies = [
-            exact_policy(self.strategy_net, nets, "current") for nets in self._snapshot_networks()
-        ]
-        try:
-            tree = game_tree(self.rules or self.game)
-        except ConfigError:
-            # check_exact's rule: Lost Cities and games OpenSpiel lacks have no other walk.
-            spiel_game = None if self.rules is not None else self.game.openspiel_game()
-            if spiel_game is None:
-                raise
-            average = sdcfr_average(spiel_game, policies, self._snapshot_weights())
-            if greedy:
-                probs = average.action_probability_array
-                average.action_probability_array = np.eye(probs.shape[1])[probs.argmax(1)]
-            return lookup_policy(average)
-        tables = [tree.policy_probs(seat_policies) for seat_policies in policies]
-        probs = tree.average_strategy(tables, self._snapshot_weights())  # [I, A]
-        if greedy:
-            probs = np.eye(probs.shape[1])[probs.argmax(1)]
-        return tree.table_policy(probs)
-
-    def average_policy(self, features: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """The average strategy [n, A] for features [n, F] and legal [n, A] bool."""
-        with torch.inference_mode():
-            logits = self.strategy_net(features.to(self.device, self.dtype)).float()
-            return masked_softmax(logits, legal.to(self.device)).to(features.device)
 
     # ---- Lightning: setup -------------------------------------------------------------------
     def setup(self, stage: str) -> None:
@@ -504,11 +406,6 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
     def val_dataloader(self) -> list[int]:
         return [0]  # ``validate`` plays one evaluation (``validation_step``)
 
-    def exploitability_metrics(self) -> dict[str, float]:
-        """``exploitability`` of the deployed policy (``deploy``; NashConv / 2, OpenSpiel's),
-        also as a share of the uniform policy's, and ``nash_conv``."""
-        return exploitability_metrics(self.rules or self.game, self.exact_policy())
-
     def on_train_end(self) -> None:
         games = self.hparams.final_eval_games
         if not games or not self.trainer.is_global_zero:
@@ -548,42 +445,3 @@ class DeepCFR(CFRIteration, ResumableState, pl.LightningModule):
 
     def _final_metrics(self, result: EvaluationResult) -> dict[str, float]:
         return metrics.eval_metrics(self.hparams.deploy, self.hparams.eval_opponent, result)
-
-
-def check_update_graphs(device: torch.device, precision: str) -> None:
-    """Refuse ``update_graphs=True`` where CUDA graphs cannot record the updates."""
-    if device.type != "cuda":
-        raise ConfigError(
-            f"DeepCFR update_graphs=True records the updates as CUDA graphs, which needs a "
-            f"CUDA device; this run trains on {device.type} (--trainer.accelerator gpu, or "
-            "update_graphs: false)"
-        )
-    if "mixed" in precision:
-        raise ConfigError(
-            f"DeepCFR update_graphs=True cannot record under precision={precision!r} "
-            "(autocast caches casts across a graph's replays); use 32-true or bf16-true"
-        )
-
-
-def _networks(
-    network: NetworkPreset | NetworkConfig | NetworkFactory,
-    field: str,
-    n_features: int,
-    n_actions: int,
-    game: Game,
-    count: int = 1,
-) -> list[nn.Module]:
-    """``count`` fresh networks of the kind ``network`` names, each checked
-    (:func:`~lostcities_cfr.cfr.networks.build_network`); an error names ``field``."""
-    rules = game.rules if isinstance(game, LostCities) else None
-    try:
-        config = NetworkConfig.preset(network) if isinstance(network, str) else network
-        if rules is None and isinstance(config, NetworkConfig) and config.needs_rules:
-            raise ConfigError(
-                "colour networks (architecture='colors', hidden_features) are for Lost "
-                f"Cities only; the game here is {game.name}"
-            )
-        build = network_factory(network, rules)
-        return [build_network(build, n_features, n_actions) for _ in range(count)]
-    except ConfigError as error:
-        raise ConfigError(f"DeepCFR {field}: {error}") from None

@@ -19,7 +19,7 @@ from tiny_training import fit, tiny_model
 from lostcities_cfr.cfr.external_sampling import ExternalSampling
 from lostcities_cfr.errors import ConfigError
 from lostcities_cfr.training import DeepCFR
-from lostcities_cfr.training.module import check_update_graphs
+from lostcities_cfr.training.deep_cfr_arguments import check_update_graphs
 
 SMALL = {
     "traversals_per_player": 8,
