@@ -12,10 +12,10 @@ averaged, as :func:`~lostcities_cfr.cfr.exploitability.exploitability` computes 
 tiny rules.
 
 Deals: training rollouts deal from seeds below
-:data:`~lostcities_cfr.baselines.ppo.TRAINING_DEAL_SEEDS`; the learning curve's checks and
-the final measurement deal from seeds at or above it (two distinct seeds), so the learner is
-measured on deals it never trained on. (On tiny rules every deal recurs; there the exact
-values of ``docs/exploitability.md`` are the measure.)
+:data:`~lostcities_cfr.baselines.ppo_rollout.TRAINING_DEAL_SEEDS`; the learning curve's
+checks and the final measurement deal from seeds at or above it (two distinct seeds), so the
+learner is measured on deals it never trained on. (On tiny rules every deal recurs; there the
+exact values of ``docs/exploitability.md`` are the measure.)
 
 :func:`train_best_response` trains and records the learning curve; :func:`measure` plays the
 final games. ``python -m lostcities_cfr exploit`` runs both, and
@@ -36,7 +36,8 @@ import pytorch_lightning as pl
 import torch
 
 from lostcities_cfr.agents import Agent, agent_name
-from lostcities_cfr.baselines.ppo import PPO, TRAINING_DEAL_SEEDS
+from lostcities_cfr.baselines.ppo import PPO
+from lostcities_cfr.baselines.ppo_rollout import TRAINING_DEAL_SEEDS
 from lostcities_cfr.cfr.exploitability import Policy, game_tree
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import ConfigError

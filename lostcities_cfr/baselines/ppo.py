@@ -38,7 +38,8 @@ step in one ``act`` call (a network agent: one batched forward).
 
 **One iteration is one Lightning epoch:**
 
-1. *rollout* (``on_train_epoch_start``): all games in lockstep as one batch of the game
+1. *rollout* (``on_train_epoch_start``; :mod:`~lostcities_cfr.baselines.ppo_rollout`): all
+   games in lockstep as one batch of the game
    (:func:`~lostcities_cfr.baselines.rollout.play_games`); at each step one forward per
    network through the inference queue for every game where it is to move, actions sampled
    from the masked softmax;
@@ -59,7 +60,6 @@ played by :class:`~lostcities_cfr.agents.NetworkAgent` like every network agent.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytorch_lightning as pl
@@ -75,15 +75,16 @@ from lostcities_cfr.arguments import (
     PositiveInt,
     checked,
 )
-from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss, teacher_games
+from lostcities_cfr.baselines.behaviour_cloning import behaviour_cloning_loss
 from lostcities_cfr.baselines.magnet import Magnet
 from lostcities_cfr.baselines.ppo_arguments import (
     policy_name,
     refuse_lost_cities_options,
     resolve_network,
 )
-from lostcities_cfr.baselines.ppo_math import episode_advantages, explained_variance, ppo_loss
-from lostcities_cfr.baselines.rollout import LEARNER, Decisions, learner_rollout
+from lostcities_cfr.baselines.ppo_math import ppo_loss
+from lostcities_cfr.baselines.ppo_rollout import PPORollout, Rows
+from lostcities_cfr.baselines.rollout import LEARNER
 from lostcities_cfr.cfr.game_tree import JointPolicy
 from lostcities_cfr.cfr.networks import NetworkConfig, masked_softmax
 from lostcities_cfr.errors import AgentSpecError, ConfigError
@@ -98,28 +99,8 @@ from lostcities_cfr.training.agents import exact_policy
 from lostcities_cfr.training.checkpoint import MODEL_CLASS_KEY, class_path, plain_data
 from lostcities_cfr.training.evaluation import check_exploitability_every, exploitability_metrics
 
-# Rollouts deal from seeds below this; deals from seeds at or above it were never trained on
-# (the held-out games of an approximate best response).
-TRAINING_DEAL_SEEDS = 2**62
 
-
-# ---- the LightningModule ------------------------------------------------------------------------
-@dataclass
-class _Rows:
-    """One iteration's training rows (for BC, ``advantages`` stay unused)."""
-
-    features: torch.Tensor  # [N, F] float32
-    legal: torch.Tensor  # [N, A] bool
-    actions: torch.Tensor  # [N] int64
-    log_probs: torch.Tensor  # [N] float32, at sampling time
-    advantages: torch.Tensor  # [N] float32
-    returns: torch.Tensor  # [N] float32: value targets
-
-    def __len__(self) -> int:
-        return self.actions.shape[0]
-
-
-class PPO(pl.LightningModule):
+class PPO(PPORollout, pl.LightningModule):
     """PPO with a self-play opponent pool and an optional behaviour-cloning warm start.
 
     Args:
@@ -253,7 +234,7 @@ class PPO(pl.LightningModule):
         self.batch_generator = torch.Generator().manual_seed(seed + 1)
         self._resume_state: dict[str, Any] | None = None
         self.iteration_metrics: dict[str, float] = {}
-        self._rows: _Rows | None = None
+        self._rows: Rows | None = None
         self._order = torch.empty(0, dtype=torch.int64)
 
     @property
@@ -371,84 +352,6 @@ class PPO(pl.LightningModule):
         self.iteration_metrics[metrics.phase_seconds("update")] = 0.0
         self._sums: dict[str, float] = {}
 
-    def clone_teacher(self) -> _Rows:
-        """Play the teacher against itself; its moves and returns as training rows."""
-        start = time.perf_counter()
-        rows = teacher_games(
-            self.game, self.teacher, self.hparams.games_per_rollout, self._deal_seed(), self.device
-        )
-        seconds = time.perf_counter() - start
-        self.iteration_metrics = {
-            "rollout/games": float(self.hparams.games_per_rollout),
-            "rollout/decisions": float(len(rows)),
-            "rollout/decisions_per_s": len(rows) / seconds,
-            "rollout/game_length": len(rows) / self.hparams.games_per_rollout / 2,
-        }
-        zeros = torch.zeros_like(rows.returns)
-        return _Rows(
-            rows.features, rows.legal, rows.actions, zeros, zeros, self.reward(rows.returns)
-        )
-
-    def rollout(self) -> _Rows:
-        """Play the learner against its opponents; its rows with GAE advantages."""
-        if self.opponent is None and not self.pool:
-            self.pool.append(self._snapshot())
-        start = time.perf_counter()
-        decisions, n_decisions = learner_rollout(
-            self.game,
-            self.queue,
-            [self.opponent] if self.opponent is not None else self._draw_opponents(),
-            self.hparams.games_per_rollout,
-            self._deal_seed(),
-            self.rollout_generator,
-            self.device,
-        )
-        seconds = time.perf_counter() - start
-        values = torch.cat([self.value_net(f).squeeze(1) for f in decisions.features.split(8192)])
-        advantages, returns = self.advantages(decisions, values)
-        games = self.hparams.games_per_rollout
-        # every game's final return, once (each game's learner rows share it)
-        final = torch.zeros(games, device=self.device).index_put_(
-            (decisions.game,), decisions.returns
-        )
-        self.iteration_metrics = {
-            "rollout/games": float(games),
-            "rollout/decisions": float(n_decisions),
-            "rollout/learner_decisions": float(len(decisions)),
-            "rollout/decisions_per_s": n_decisions / seconds,
-            "rollout/game_length": n_decisions / games / 2,
-            "rollout/score_diff": float(final.mean()),
-            "rollout/win_rate": float((final > 0).float().mean()),
-            "ppo/explained_variance": explained_variance(values, returns),
-            "ppo/pool_size": float(len(self.pool)),
-        }
-        return _Rows(
-            decisions.features,
-            decisions.legal,
-            decisions.actions,
-            decisions.log_probs,
-            advantages,
-            returns,
-        )
-
-    def reward(self, score_diff: torch.Tensor) -> torch.Tensor:
-        """The reward of a round's final score difference (``reward_scale``, ``win_bonus``)."""
-        return score_diff / self.hparams.reward_scale + self.hparams.win_bonus * score_diff.sign()
-
-    def advantages(
-        self, decisions: Decisions, values: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE advantages and value targets [N] of the learner's rows, game by game: the
-        reward of each game's return at its last row (:func:`episode_advantages`)."""
-        return episode_advantages(
-            decisions.game,
-            self.reward(decisions.returns),
-            values,
-            self.hparams.games_per_rollout,
-            self.hparams.gamma,
-            self.hparams.gae_lambda,
-        )
-
     def training_step(self, step: int, batch_idx: int) -> None:
         start = time.perf_counter()
         minibatches = self.hparams.minibatches
@@ -522,42 +425,6 @@ class PPO(pl.LightningModule):
         self._rows = None
         self.log(metrics.ITERATION, float(self.iteration))
         self.log_dict(self.iteration_metrics)
-
-    # ---- helpers --------------------------------------------------------------------------------
-    def _deal_seed(self) -> int:
-        return int(
-            torch.randint(
-                TRAINING_DEAL_SEEDS, (), generator=self.rollout_generator, device=self.device
-            )
-        )
-
-    def _snapshot(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach().clone() for k, v in self.policy_net.state_dict().items()}
-
-    def _draw_opponents(self) -> list[str]:
-        """Queue names of this rollout's opponents; pool snapshots loaded into their networks."""
-        groups = self.hparams.opponent_groups
-        n_latest = round(self.hparams.latest_share * groups)
-        draws = torch.randint(
-            len(self.pool),
-            (groups - n_latest,),
-            generator=self.rollout_generator,
-            device=self.device,
-        ).tolist()
-        F, A = self.game.feature_size, self.game.n_actions
-        names = [LEARNER] * n_latest
-        for j, draw in enumerate(draws):
-            if j == len(self._opponent_nets):
-                net = (
-                    self.network_config.build(F, A, self.rules)
-                    .to(self.device)
-                    .requires_grad_(False)
-                )
-                self._opponent_nets.append(net)
-                self.queue.register(f"opponent_{j}", net, masked_softmax)
-            self._opponent_nets[j].load_state_dict(self.pool[draw])
-            names.append(f"opponent_{j}")
-        return names
 
     # ---- checkpoints ---------------------------------------------------------------------------
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:

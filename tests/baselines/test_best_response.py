@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import lostcities_cfr.baselines.best_response as best_response_module
-import lostcities_cfr.baselines.ppo as ppo_module
+import lostcities_cfr.baselines.ppo_rollout as ppo_rollout_module
 from lostcities_cfr.agents import agent_from_spec
 from lostcities_cfr.baselines import PPO
 from lostcities_cfr.baselines.best_response import (
@@ -14,7 +14,7 @@ from lostcities_cfr.baselines.best_response import (
     measure,
     train_best_response,
 )
-from lostcities_cfr.baselines.ppo import TRAINING_DEAL_SEEDS
+from lostcities_cfr.baselines.ppo_rollout import TRAINING_DEAL_SEEDS
 from lostcities_cfr.cfr import uniform_strategy
 from lostcities_cfr.cfr.exploitability import exploitability
 from lostcities_cfr.cfr.networks import NetworkConfig
@@ -38,7 +38,7 @@ def test_the_learner_nearly_reaches_the_exact_best_response_to_uniform_play():
 
 def test_the_measurement_estimates_the_exact_value_on_held_out_deals(monkeypatch):
     seeds = {"training": [], "measured": []}
-    rollout = ppo_module.learner_rollout
+    rollout = ppo_rollout_module.learner_rollout
     evaluate = best_response_module.evaluate
 
     def recording_rollout(rules, queue, opponents, games, seed, *args):
@@ -49,7 +49,7 @@ def test_the_measurement_estimates_the_exact_value_on_held_out_deals(monkeypatch
         seeds["measured"].append(seed)
         return evaluate(*args, seed=seed, **kwargs)
 
-    monkeypatch.setattr(ppo_module, "learner_rollout", recording_rollout)
+    monkeypatch.setattr(ppo_rollout_module, "learner_rollout", recording_rollout)
     monkeypatch.setattr(best_response_module, "evaluate", recording_evaluate)
     agent = agent_from_spec("random", seed=1)
     learned = train_best_response(
