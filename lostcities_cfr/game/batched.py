@@ -12,12 +12,12 @@ and compare legal masks, features and scores at every step.
 
 Around it: :mod:`lostcities_cfr.game.packed` holds the bit layouts, lookup tables and
 flat offsets of the packed state below, :mod:`lostcities_cfr.game.advance` the
-arithmetic of one step (a function of the state tensors), :mod:`lostcities_cfr.game.encoding`
-the encoder that :meth:`GameBatch.encode` calls, :mod:`lostcities_cfr.game.fused` the
-compiled kernels (``kernels="compiled"``), and
+arithmetic of one step and :mod:`lostcities_cfr.game.legal` that of the legal mask (each a
+function of the state tensors), :mod:`lostcities_cfr.game.encoding` the encoder that
+:meth:`GameBatch.encode` calls, :mod:`lostcities_cfr.game.fused` the compiled kernels
+(``kernels="compiled"``), :mod:`lostcities_cfr.game.stacking` the conversions to and from
+the reference engine's states, and
 :func:`lostcities_cfr.agents.random_actions.random_legal_actions` draws random play.
-This module stays one file of about 550 lines: the state layout, the rules' checks and
-the conversions to and from the reference engine read together.
 
 **Batch-last storage.** State lives with the game index last (``[2, T, B]``):
 every elementwise rule then runs over one contiguous run of B values per
@@ -67,8 +67,9 @@ action leaves alone address their own column of row 0 (in cache) rather than a
 random row.
 
 The module is one class, the state and the rules that read it; its packing
-(``packed.py``), its step's arithmetic (``advance.py``) and its encoder (``encoding.py``)
-live beside it.
+(``packed.py``), the arithmetic of its step (``advance.py``) and of its legal mask
+(``legal.py``), its encoder (``encoding.py``) and its conversions to and from reference
+states (``stacking.py``) live beside it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from lostcities_cfr.errors import IllegalActionError
-from lostcities_cfr.game import fused
+from lostcities_cfr.game import fused, legal
 from lostcities_cfr.game.advance import advance
 from lostcities_cfr.game.encoding import encode_batch, encode_history
 from lostcities_cfr.game.fused import check_kernels, run_compiled
@@ -93,6 +94,7 @@ from lostcities_cfr.game.packed import (
 from lostcities_cfr.game.protocol import action_ids
 from lostcities_cfr.game.reference import GameState
 from lostcities_cfr.game.rules import Rules
+from lostcities_cfr.game.stacking import stack_states, unstack_states
 
 _STATE = ("_hand_known", "_played", "_piles", "_pile_len", "_deck", "_top")
 _FLAT = {
@@ -213,57 +215,13 @@ class GameBatch:
         if not states:
             raise ValueError("from_states needs at least one GameState")
         rules = states[0].rules
-        for i, s in enumerate(states):
-            if s.rules != rules:
-                raise ValueError(f"states[{i}] has rules {s.rules}, states[0] has {rules}")
-        N = rules.deck_size
         z = cls._zeros(rules, len(states), torch.device("cpu"))
-        for b, s in enumerate(states):
-            for p in range(2):
-                for t in s.hands[p]:
-                    z["_hands"][p, t, b] += 1
-                for c, ranks in enumerate(s.expeditions[p]):
-                    for r in ranks:
-                        z["_expeditions"][p, rules.type_id(c, r), b] += 1
-                z["_known"][p, :, b] = torch.tensor(s.known[p], dtype=torch.int8)
-            for c, ranks in enumerate(s.piles):
-                z["_piles"][: len(ranks), c, b] = torch.tensor(ranks, dtype=torch.int8)
-                z["_pile_len"][c, b] = len(ranks)
-            z["_deck_pos"][b] = N - len(s.deck)
-            z["_deck"][N - len(s.deck) :, b] = torch.tensor(s.deck, dtype=torch.int8)
-            z["_turn"][b] = s.turn
-            z["_discarded"][b] = -1 if s.discarded_color is None else s.discarded_color
-            z["done"][b] = s.is_terminal
+        stack_states(states, z)
         return cls(rules, **{k: v.to(device) for k, v in z.items()})
 
     def to_states(self) -> list[GameState]:
         """The games as reference-engine states (for tests, display and exact analysis)."""
-        rules, N, R1 = self.rules, self.rules.deck_size, self.rules.n_ranks + 1
-        cpu = self.to("cpu")
-        hands, expeditions, known = cpu.hands.tolist(), cpu.expeditions.tolist(), cpu.known.tolist()
-        piles, pile_len, deck = cpu.piles.tolist(), cpu.pile_len.tolist(), cpu.deck.tolist()
-        states = []
-        for b in range(cpu.batch_size):
-            discarded = int(cpu.discarded[b])
-            states.append(
-                GameState(
-                    rules=rules,
-                    hands=[_expand_counts(hands[b][p]) for p in range(2)],
-                    expeditions=[
-                        [
-                            [t % R1 for t in _expand_counts(hands_c)]
-                            for hands_c in _split_colors(expeditions[b][p], R1)
-                        ]
-                        for p in range(2)
-                    ],
-                    piles=[piles[b][c][: pile_len[b][c]] for c in range(rules.n_colors)],
-                    deck=deck[b][int(cpu.deck_pos[b]) : N],
-                    known=known[b],
-                    turn=int(cpu.turn[b]),
-                    discarded_color=None if discarded < 0 else discarded,
-                )
-            )
-        return states
+        return unstack_states(self.to("cpu"))
 
     # ---- batch-first views ---------------------------------------------------------------
     @property
@@ -397,8 +355,7 @@ class GameBatch:
 
         The result is a transposed view of a contiguous [A, B] tensor (batch-last,
         like the state); index it as [B, A] as usual. Built from 0/1 int8
-        arithmetic rather than comparisons, which torch vectorises for int8 only
-        between two tensors of the same shape (not with a broadcast or a scalar).
+        arithmetic rather than comparisons (:mod:`lostcities_cfr.game.legal` says why).
         Computed once per state: later calls return the same tensor, so never change it
         in place.
         """
@@ -407,45 +364,11 @@ class GameBatch:
         return self._memo["legal_mask"]
 
     def _legal_mask(self) -> torch.Tensor:
-        if self.compiled:
-            return run_compiled(
-                fused.legal_mask,
-                self.rules,
-                lookup_tables(self.rules, self.device),
-                self._hand_known,
-                self._top,
-                self._pile_len,
-                self._turn,
-                self._discarded,
-                self.done,
-            ).t()
-        rules, B = self.rules, self.batch_size
-        T, C, R1 = rules.n_types, rules.n_colors, rules.n_ranks + 1
-        tables = lookup_tables(rules, self.device)
-        bits = self._turn.to(torch.int8).bitwise_and_(3)  # [B] bit 0: phase, bit 1: player
-        active = (~self.done).view(torch.int8)
-        draw_turn = bits & active  # [B] 0/1
-        card_turn = active - draw_turn
-        player = bits >> tables.one
-        mask = torch.empty(rules.n_actions, B, dtype=torch.int8, device=self.device)
-        discard, play = mask[T : 2 * T], mask[:T]
-        # held (copies clipped to 1) on a card turn: min(hand, weight) per player, with
-        # weights 0/1 of which at most one is 1, then the larger; min/max run at copy speed,
-        # where int8 multiplication does not (no 8-bit multiply in AVX2). ``play`` is scratch.
-        held_1 = player & card_turn  # [B] 1 where player 1 plays or discards
-        torch.minimum(self._hand_known[0], card_turn - held_1, out=discard)
-        torch.minimum(self._hand_known[1], held_1, out=play)
-        torch.maximum(discard, play, out=discard)
-        top = torch.addcmul(self._top[0], self._top[1] - self._top[0], player)  # [C, B]
-        torch.sub(tables.play_key, (top + top).view(C, 1, B), out=play.view(C, R1, B))
-        torch.clamp(play, min=tables.zero, max=discard, out=play)  # playable and discardable
-        mask[2 * T] = draw_turn
-        # a pile is drawable when it is not empty and was not discarded to this turn
-        not_discarded = (tables.colors - self._discarded).bool()  # [C, B]
-        piles = mask[2 * T + 1 :]
-        torch.mul(not_discarded, draw_turn, out=piles)
-        torch.clamp(self._pile_len, max=piles, out=piles)
-        return mask.view(torch.bool).t()
+        tables = lookup_tables(self.rules, self.device)
+        cards = (self._hand_known, self._top, self._pile_len)
+        args = (self.rules, tables, *cards, self._turn, self._discarded, self.done)
+        mask = run_compiled(fused.legal_mask, *args) if self.compiled else legal.legal_mask(*args)
+        return mask.t()  # [B, A]: a view of the [A, B] mask
 
     def step(self, actions: torch.Tensor, check: bool = True) -> None:
         """Apply one action ([B] int64) in every unfinished game, in place.
@@ -548,12 +471,3 @@ def expedition_scores(rules: Rules, counts: torch.Tensor) -> torch.Tensor:
     score = ((counts * face).sum(-1) - rules.expedition_cost) * (1 + counts[..., 0])
     score = score + rules.bonus * (n_cards >= rules.bonus_threshold)
     return torch.where(n_cards > 0, score, 0)
-
-
-def _expand_counts(counts: Sequence[int]) -> list[int]:
-    """[2, 0, 1] -> [0, 0, 2]: the sorted ids of a per-type count vector."""
-    return [t for t, n in enumerate(counts) for _ in range(n)]
-
-
-def _split_colors(counts: Sequence[int], per_color: int) -> list[Sequence[int]]:
-    return [counts[c * per_color : (c + 1) * per_color] for c in range(len(counts) // per_color)]
