@@ -91,7 +91,7 @@ import os
 import platform
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,6 @@ from lostcities_cfr.sweeps.spec import SEED, SweepSpec
 
 LABELS = {
     "openspiel": "OpenSpiel Deep CFR (PyTorch, example settings)",
-    "ours": "ours: DeepCFR on the batched engine",
     "ours_adapter": "ours over OpenSpiel's states (adapter)",
     "cfr_plus": "CFR+ (OpenSpiel, tabular)",
 }
@@ -260,9 +259,16 @@ def beside_runs(folders: Sequence[Path]) -> list[Run]:
     return [run for f in folders for run in study_runs(load_sweep(f), f, f"{f.name}: ")]
 
 
-def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -> None:
-    """Log NashConv against ``axis``: a median line and min-max band per contestant, CFR+
-    dashed (and its last value as the floor), uniform play dotted."""
+def plot(
+    runs: Sequence[Run],
+    axis: str,
+    uniform: float,
+    game: str,
+    out: Path,
+    labels: Mapping[str, str] = LABELS,
+) -> None:
+    """Log NashConv against ``axis``: a median line and min-max band per contestant (named
+    by ``labels``), CFR+ dashed (and its last value as the floor), uniform play dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -284,7 +290,7 @@ def plot(runs: Sequence[Run], axis: str, uniform: float, game: str, out: Path) -
             markersize=2.5,
             color=color,
             linestyle="--" if floor else "-",
-            label=f"{LABELS.get(contestant, contestant)} ({len(mine)} seed{'s' * (len(mine) > 1)})",
+            label=f"{labels.get(contestant, contestant)} ({len(mine)} seed{'s' * (len(mine) > 1)})",
         )
         ax.fill_between(x, low, high, step="post", color=color, alpha=0.2)
         if floor:
@@ -438,8 +444,10 @@ def main(argv: list[str] | None = None) -> None:
     }
     (args.out / "side_by_side.json").write_text(json.dumps(result, indent=1) + "\n")
     shown = runs + beside_runs(args.beside)  # the JSON holds this call's runs only
+    # ours is whatever --config trains (MMD, say): the legend names the config
+    labels = {**LABELS, "ours": f"ours: {Path(args.config).name}"}
     for axis, name in (("seconds", "nashconv_vs_seconds"), ("iteration", "nashconv_vs_iterations")):
-        plot(shown, axis, uniform, args.game, args.out / f"{name}.png")
+        plot(shown, axis, uniform, args.game, args.out / f"{name}.png", labels)
     print(f"\nMedian exact NashConv on {args.game} (uniform play {uniform:.3f}):")
     print(table(shown, args.seconds))
     print(
